@@ -1,0 +1,47 @@
+# obs-iac: `make render` and `make test` work on a fresh clone (they create .venv).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: render check-render test check lint typecheck fmt bench golden clean venv
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+render: $(STAMP)
+	$(BIN)/obs-iac render
+
+check-render: $(STAMP)
+	$(BIN)/obs-iac render --check
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check obs_iac tests bench
+	$(BIN)/ruff format --check obs_iac tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy obs_iac
+
+check: lint typecheck test check-render
+
+fmt: $(STAMP)
+	$(BIN)/ruff format obs_iac tests bench
+	$(BIN)/ruff check --fix obs_iac tests bench
+
+# Rewrites the golden trees under tests/golden/*/expected from the current code.
+golden: $(STAMP)
+	OBS_IAC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_golden.py
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,22 @@
+"""The user-facing blueprint schema (v1) and the ``service()`` registration function."""
+
+from obs_iac.blueprint.models import (
+    CORE_FIELDS,
+    SCHEMA_VERSION,
+    GpuFleet,
+    Service,
+    Suppression,
+    service_schema,
+)
+from obs_iac.blueprint.registry import Registration, service
+
+__all__ = [
+    "CORE_FIELDS",
+    "SCHEMA_VERSION",
+    "GpuFleet",
+    "Registration",
+    "Service",
+    "Suppression",
+    "service",
+    "service_schema",
+]

@@ -1,0 +1,166 @@
+"""Blueprint schema v1: what a platform team writes, once per SLA-bound service.
+
+These models are the user-facing contract. They are versioned apart from the plan (the
+internal IR), so the plan can change without breaking a single blueprint.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from obs_iac.labels import SLA_ID_PATTERN
+
+SCHEMA_VERSION = 1
+
+SERVICE_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
+EXPORTER_VERSION_PATTERN = r"^(\d+\.\d+\.\d+)-(\d+\.\d+\.\d+)$"
+
+# GPU families DCGM supports that a compute center is likely to run; a model string must
+# start with one of them (e.g. "A100-SXM4-80GB").
+GPU_FAMILIES = (
+    "V100", "T4", "A10", "A16", "A30", "A40", "A100", "A800", "L4", "L20", "L40S", "L40",
+    "H20", "H100", "H200", "H800", "GH200", "B200", "B300", "GB200", "GB300",
+)  # fmt: skip
+
+
+class BlueprintModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+class GpuFleet(BlueprintModel):
+    """The GPUs a service runs on and the dcgm-exporter that watches them."""
+
+    model: str = Field(description="GPU model, e.g. 'A100-SXM4-80GB' or 'H100-SXM5-80GB'.")
+    count: int = Field(ge=1, le=100_000, description="Number of GPUs the service uses.")
+    driver_version: str = Field(
+        pattern=r"^\d{3}\.\d{2,3}(\.\d{2})?$",
+        description="NVIDIA driver version on the nodes, e.g. '535.129.03'.",
+    )
+    dcgm_exporter_version: str = Field(
+        default="4.5.3-4.8.2",
+        pattern=EXPORTER_VERSION_PATTERN,
+        description="dcgm-exporter release tag '<DCGM version>-<exporter version>'; decides "
+        "which DCGM field names the exporter accepts and its host label spelling.",
+    )
+    profiling: bool = Field(
+        default=False,
+        description="Whether DCP profiling fields (DCGM_FI_PROF_*) are collected; needs "
+        "SYS_ADMIN on the exporter and a GPU that supports the profiling metric groups.",
+    )
+    extra_fields: tuple[str, ...] = Field(
+        default=(),
+        description="DCGM fields to collect beyond those the generated rules and "
+        "dashboards use.",
+    )
+    honor_labels: bool = Field(
+        default=False,
+        description="The exporter's ServiceMonitor honorLabels. The dcgm-exporter chart sets "
+        "false, which renames the exporter's pod/namespace/container to exported_*.",
+    )
+    idle_threshold: float = Field(
+        default=0.10,
+        gt=0,
+        lt=1,
+        description="A GPU counts as idle (wasted) below this utilisation, as a 0-1 ratio.",
+    )
+    temperature_limit_celsius: int = Field(
+        default=85, ge=40, le=120, description="GPU temperature that raises GpuTemperatureHigh."
+    )
+    nvlink_drop_ratio: float = Field(
+        default=0.5,
+        gt=0,
+        lt=1,
+        description="GpuNvlinkThroughputDrop fires when throughput falls by this share "
+        "against one minute earlier.",
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _known_family(cls, value: str) -> str:
+        family = re.split(r"[-_ ]", value.upper(), maxsplit=1)[0]
+        if family not in GPU_FAMILIES:
+            raise ValueError(
+                f"unknown GPU model {value!r}; expected one of the families "
+                f"{', '.join(GPU_FAMILIES)} (optionally followed by '-<variant>')"
+            )
+        return value
+
+    @property
+    def dcgm_version(self) -> str:
+        match = re.match(EXPORTER_VERSION_PATTERN, self.dcgm_exporter_version)
+        assert match is not None
+        return match.group(1)
+
+    @property
+    def exporter_version(self) -> str:
+        match = re.match(EXPORTER_VERSION_PATTERN, self.dcgm_exporter_version)
+        assert match is not None
+        return match.group(2)
+
+
+class Suppression(BlueprintModel):
+    """Silences one lint finding for this service, with a reason and an optional expiry."""
+
+    code: str = Field(pattern=r"^[a-z0-9-]+/[a-z0-9-]+$", description="Lint code, e.g. 'promql/label-flow'.")
+    reason: str = Field(min_length=3, description="Why this finding is accepted.")
+    target: str | None = Field(
+        default=None, description="Alert or record name the suppression is limited to."
+    )
+    until: str | None = Field(
+        default=None,
+        pattern=r"^\d{4}-\d{2}-\d{2}$",
+        description="ISO date after which the suppression expires (then a warning).",
+    )
+
+
+class Service(BlueprintModel):
+    """One SLA-bound service: the core fields every pack can rely on."""
+
+    name: str = Field(
+        pattern=SERVICE_NAME_PATTERN,
+        description="Service name: lowercase letters, digits and '-'; used in file names.",
+    )
+    team: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$", description="Owning team, as a routing label."
+    )
+    sla_id: str = Field(
+        pattern=f"^{SLA_ID_PATTERN}$",
+        description="The business.sla_id every signal of this service carries.",
+    )
+    objective: str = Field(
+        min_length=1,
+        max_length=500,
+        description="The SLA in words, e.g. 'model refreshed within 15 minutes'.",
+    )
+    runbook_base_url: str = Field(
+        pattern=r"^https?://[^\s\"'<>]+$",
+        description="Base URL of the runbooks; alerts link to <base>/<AlertName>.",
+    )
+    gpu: GpuFleet = Field(description="The GPU fleet profile.")
+    suppress: tuple[Suppression, ...] = Field(
+        default=(), description="Accepted lint findings for this service."
+    )
+
+    @field_validator("runbook_base_url")
+    @classmethod
+    def _strip_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+
+CORE_FIELDS = frozenset(Service.model_fields)
+
+
+def service_schema(sections: dict[str, type[BaseModel]]) -> dict[str, Any]:
+    """JSON Schema of a service() call: the core fields plus every installed pack section."""
+    schema = Service.model_json_schema()
+    defs = schema.setdefault("$defs", {})
+    for name, model in sorted(sections.items()):
+        sub = model.model_json_schema(ref_template="#/$defs/{model}")
+        defs.update(sub.pop("$defs", {}))
+        defs[model.__name__] = sub
+        schema["properties"][name] = {"$ref": f"#/$defs/{model.__name__}"}
+    schema["title"] = f"obs-iac service blueprint v{SCHEMA_VERSION}"
+    return schema

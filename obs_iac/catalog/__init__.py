@@ -1,0 +1,1 @@
+"""Reference data shipped with obs-iac: the DCGM field catalogue and compatibility data."""

@@ -1,0 +1,224 @@
+"""The ``obs-iac`` command. Heavy modules are imported inside commands so --help is instant."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _color(stream: Any) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+
+
+def _report(diagnostics: Sequence[Any], fmt: str, root: Path) -> None:
+    from obs_iac.diagnostics import SourceCache, format_github, format_json, format_text
+
+    if not diagnostics:
+        return
+    if fmt == "json":
+        click.echo(format_json(diagnostics))
+    elif fmt == "github":
+        click.echo(format_github(diagnostics))
+    else:
+        click.echo(format_text(diagnostics, SourceCache(root), color=_color(sys.stderr)), err=True)
+
+
+def guarded(func: F) -> F:
+    """Turns obs-iac's errors into diagnostics and exit codes; tracebacks only with --debug."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        obj = ctx.find_root().params
+        debug = bool(obj.get("debug"))
+        root = Path(obj.get("root") or ".")
+        fmt = kwargs.get("fmt", "text") or "text"
+        from obs_iac.diagnostics import ObsIacError
+
+        try:
+            return func(*args, **kwargs)
+        except ObsIacError as exc:
+            _report(exc.diagnostics, fmt if fmt in ("json", "github") else "text", root)
+            if debug and exc.__cause__ is not None:
+                traceback.print_exception(exc.__cause__)
+            ctx.exit(int(exc.exit_code))
+        except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if debug:
+                traceback.print_exc()
+            else:
+                click.echo(
+                    f"internal error: {type(exc).__name__}: {exc}\n"
+                    "  help: this is a bug in obs-iac; rerun with --debug for the traceback",
+                    err=True,
+                )
+            ctx.exit(EXIT_INTERNAL)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The GitOps repository (default: the current directory).",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks for internal and plugin errors.")
+def main(root: Path | None, debug: bool) -> None:
+    """obs-iac: compile service blueprints into DCGM, Prometheus, Alertmanager, Loki and
+    Grafana configuration, lint it, and keep generated/ in sync."""
+
+
+def _root() -> Path:
+    value = click.get_current_context().find_root().params.get("root")
+    return Path(value) if value else Path(".")
+
+
+@main.command()
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if generated/ is stale.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@guarded
+def render(check: bool, fmt: str) -> None:
+    """Render every blueprint into the output folder (atomically; only owned files)."""
+    from obs_iac.pipeline import open_workspace
+    from obs_iac.pipeline import render as do_render
+    from obs_iac.render.writer import compare, write
+
+    ws = open_workspace(_root())
+    result = do_render(ws)
+    _report(result.findings, fmt, ws.root)
+    blocking = [f for f in result.findings if f.severity.label == "error"]
+    out = ws.output
+    if check:
+        drift = compare(out, result.files)
+        if fmt == "json":
+            click.echo(
+                json.dumps(
+                    {
+                        "added": drift.added,
+                        "changed": drift.changed,
+                        "removed": drift.removed,
+                        "foreign_conflicts": drift.foreign_conflicts,
+                        "clean": drift.clean,
+                    },
+                    indent=2,
+                    sort_keys=True,
+                )
+            )
+        if not drift.clean:
+            click.echo(
+                f"{ws.config.output}/ is stale; run `obs-iac render` (or `make render`):\n"
+                + drift.summary(),
+                err=True,
+            )
+            sys.exit(EXIT_FINDINGS)
+        if fmt == "text":
+            click.echo(f"{ws.config.output}/ is up to date ({len(result.files)} files).", err=True)
+        sys.exit(EXIT_FINDINGS if blocking else EXIT_OK)
+    if blocking:
+        click.echo("not written: fix the errors above first", err=True)
+        sys.exit(EXIT_FINDINGS)
+    drift = write(out, result.files)
+    n_add, n_chg, n_rm = len(drift.added), len(drift.changed), len(drift.removed)
+    click.echo(
+        f"rendered {len(result.plan.services)} services into {ws.config.output}/: "
+        f"{n_add} added, {n_chg} changed, {n_rm} removed, "
+        f"{len(result.files) - n_add - n_chg} unchanged",
+        err=True,
+    )
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["json"]), default="json", show_default=True)
+@guarded
+def plan(fmt: str) -> None:
+    """Print the compiled plan (the IR every generator reads)."""
+    from obs_iac.pipeline import build_plan, open_workspace
+    from obs_iac.plugins import discover
+
+    ws = open_workspace(_root())
+    result = build_plan(ws, discover(ws.config))
+    click.echo(json.dumps(result.model_dump(mode="json", by_alias=True), indent=2, sort_keys=True))
+
+
+@main.command()
+@click.option("--config", "config", is_flag=True, help="Schema of [tool.obs-iac] instead.")
+@guarded
+def schema(config: bool) -> None:
+    """Print the JSON Schema of service blueprints (or of the repo settings), for editors."""
+    if config:
+        from obs_iac.config import config_schema
+
+        click.echo(json.dumps(config_schema(), indent=2, sort_keys=True))
+        return
+    from obs_iac.blueprint import service_schema
+    from obs_iac.config import load_repo_config
+    from obs_iac.plugins import discover
+
+    cfg, _ = load_repo_config(_root())
+    plugins = discover(cfg)
+    sections = {s: m for p in plugins.packs for s, m in p.obj.sections.items()}
+    click.echo(json.dumps(service_schema(sections), indent=2, sort_keys=True))
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@guarded
+def plugins(fmt: str) -> None:
+    """List installed packs, generators and lint rules, with their distributions."""
+    from obs_iac.config import load_repo_config
+    from obs_iac.plugins import discover
+
+    cfg, _ = load_repo_config(_root())
+    found = discover(cfg)
+    rows = [
+        {
+            "kind": p.kind,
+            "name": p.name,
+            "distribution": p.distribution,
+            "version": p.version,
+            "entry_point": p.entry_point,
+        }
+        for p in found.all()
+    ]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2, sort_keys=True))
+        return
+    for row in rows:
+        click.echo(f"{row['kind']:<10} {row['name']:<28} {row['distribution']} {row['version']}")
+
+
+@main.command()
+@click.argument("pattern", required=False, default="")
+@click.option("--exporter", default=None, help="Only names this dcgm-exporter tag accepts.")
+@guarded
+def fields(pattern: str, exporter: str | None) -> None:
+    """List DCGM fields (name, id, type, status), optionally filtered by a substring."""
+    from obs_iac.catalog import dcgm
+
+    for field in sorted(dcgm.catalog().values(), key=lambda f: (f.field_id, f.name)):
+        if pattern.upper() not in field.name:
+            continue
+        if exporter and not dcgm.accepted(field, exporter):
+            continue
+        click.echo(f"{field.name:<52} {field.field_id:>5} {field.prometheus_type:<8} {field.status}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

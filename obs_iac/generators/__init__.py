@@ -1,0 +1,1 @@
+"""Built-in generators (backends): plan -> artifacts. Each registered by entry point."""

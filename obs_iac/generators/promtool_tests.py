@@ -1,0 +1,74 @@
+"""promtool unit tests for every generated alert: one input that must fire, one that must not."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from obs_iac import conventions
+from obs_iac.generators.common import groups_by_service, sources_of
+from obs_iac.plan.model import AlertRule, AlertTestCase, Plan
+from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.render.artifact import Artifact
+
+_LABEL_REF = re.compile(r"\{\{\s*\$labels\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_INDEX_REF = re.compile(r'\{\{\s*index \$labels "([^"]+)"\s*\}\}')
+
+
+def expand_annotation(template: str, labels: dict[str, str]) -> str:
+    """What Prometheus renders for a template that only reads labels. Anything richer is
+    left as written, so promtool reports the difference instead of us hiding it."""
+
+    def sub(match: re.Match[str]) -> str:
+        return labels.get(match.group(1), "<no value>")
+
+    return _INDEX_REF.sub(sub, _LABEL_REF.sub(sub, template))
+
+
+def _test(alert: AlertRule, case: AlertTestCase) -> dict[str, Any]:
+    exp_alerts: list[dict[str, Any]] = []
+    if case.expect_firing:
+        labels = {**case.exp_labels, **alert.labels}
+        exp_alerts.append(
+            {
+                "exp_labels": dict(sorted(labels.items())),
+                "exp_annotations": {
+                    k: expand_annotation(v, labels) for k, v in sorted(alert.annotations.items())
+                },
+            }
+        )
+    return {
+        "name": f"{alert.alert}: {case.name}",
+        "interval": case.interval,
+        "input_series": [{"series": s, "values": v} for s, v in case.input_series],
+        "alert_rule_test": [
+            {"eval_time": case.eval_time, "alertname": alert.alert, "exp_alerts": exp_alerts}
+        ],
+    }
+
+
+class PromtoolTestsGenerator(Generator):
+    name: ClassVar[str] = "promtool-tests"
+    description: ClassVar[str] = "promtool test rules files for every generated alert."
+
+    def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
+        for service, groups in sorted(groups_by_service(plan).items()):
+            tests = [
+                _test(rule, case)
+                for group in groups
+                for rule in group.rules
+                if isinstance(rule, AlertRule)
+                for case in rule.tests
+            ]
+            if not tests:
+                continue
+            path = conventions.rule_test_file(service)
+            rules = posixpath.relpath(conventions.rule_file(service), posixpath.dirname(path))
+            body = {
+                "rule_files": [rules],
+                "evaluation_interval": plan.evaluation_interval,
+                "tests": tests,
+            }
+            yield Artifact(path, "yaml", body, self.name, sources_of(plan, [service]))

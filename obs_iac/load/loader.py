@@ -1,0 +1,186 @@
+"""Runs blueprint files and turns every mistake in them into a located diagnostic.
+
+Each file runs in a fresh namespace with no access to the others' state. Files are
+discovered sorted by their path, and nothing afterwards depends on discovery order.
+"""
+
+from __future__ import annotations
+
+import ast
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from obs_iac.blueprint.locate import find_call, locate
+from obs_iac.blueprint.registry import Registration, collecting, stop_collecting
+from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
+
+
+@dataclass(frozen=True)
+class BlueprintFile:
+    path: str  # relative to the repository root, POSIX form
+    source: str
+    tree: ast.Module
+
+
+@dataclass(frozen=True)
+class LoadedBlueprints:
+    files: tuple[BlueprintFile, ...]
+    registrations: tuple[Registration, ...]
+
+    def tree(self, path: str) -> ast.Module | None:
+        for f in self.files:
+            if f.path == path:
+                return f.tree
+        return None
+
+
+def discover_files(root: Path, folder: str) -> list[Path]:
+    base = root / folder
+    if not base.is_dir():
+        return []
+    return sorted(
+        (p for p in base.rglob("*.py") if not any(part.startswith((".", "_")) for part in p.relative_to(base).parts)),
+        key=lambda p: p.relative_to(root).as_posix(),
+    )
+
+
+def _rel(root: Path, path: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def validation_diagnostics(
+    exc: ValidationError,
+    file: str,
+    tree: ast.AST | None,
+    line: int,
+    prefix: tuple[str | int, ...] = (),
+    object_path: tuple[str, ...] = (),
+) -> list[Diagnostic]:
+    """One diagnostic per pydantic error, each pointing at the line that wrote the field."""
+    call = find_call(tree, line) if tree is not None else None
+    diags = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        field_line, column = (line, 0)
+        if call is not None:
+            field_line, column = locate(call, loc)
+            field_line = field_line or line
+        path = ".".join(str(p) for p in (*prefix, *loc)) or "(service)"
+        diags.append(
+            Diagnostic(
+                code="blueprint/invalid",
+                severity=Severity.ERROR,
+                message=f"{path}: {_message(err)}",
+                hint=_hint(err),
+                location=Location(file, field_line, column or None),
+                object_path=object_path,
+            )
+        )
+    return diags
+
+
+def _message(err: Any) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "missing":
+        return "required field is missing"
+    given = err.get("input")
+    text = str(err["msg"])
+    if kind == "string_pattern_mismatch":
+        pattern = err.get("ctx", {}).get("pattern", "")
+        return f"{given!r} does not match the expected pattern {pattern}"
+    if isinstance(given, (str, int, float, bool)) and kind not in ("value_error",):
+        return f"{text} (got {given!r})"
+    return text.removeprefix("Value error, ")
+
+
+def _hint(err: Any) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "check the spelling; `obs-iac schema` lists every field and section"
+    if kind == "missing":
+        return "add the field; `obs-iac schema` describes it"
+    if kind.startswith(("int_", "float_", "bool_", "string_type", "tuple_", "list_")):
+        return "expected type: " + str(err["msg"]).replace("Input should be ", "")
+    return "`obs-iac schema` describes every field, with its type and pattern"
+
+
+def _user_frame_line(exc: BaseException, filename: str) -> int | None:
+    line = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    return line
+
+
+def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) -> LoadedBlueprints:
+    paths = discover_files(root, folder) if files is None else files
+    loaded: list[BlueprintFile] = []
+    registrations: list[Registration] = []
+    problems: list[Diagnostic] = []
+    for path in paths:
+        rel = _rel(root, path)
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(
+                Diagnostic(
+                    "blueprint/unreadable",
+                    Severity.ERROR,
+                    f"cannot read blueprint: {exc}",
+                    hint="blueprints are UTF-8 Python files",
+                    location=Location(rel),
+                )
+            )
+            continue
+        try:
+            tree = ast.parse(source, filename=str(path))
+            code = compile(tree, str(path), "exec")
+        except SyntaxError as exc:
+            problems.append(
+                Diagnostic(
+                    "blueprint/syntax",
+                    Severity.ERROR,
+                    f"Python syntax error: {exc.msg}",
+                    hint="fix the Python syntax; the blueprint was not run",
+                    location=Location(rel, exc.lineno, exc.offset),
+                )
+            )
+            continue
+        loaded.append(BlueprintFile(rel, source, tree))
+        namespace: dict[str, Any] = {"__name__": f"obs_iac_blueprint:{rel}", "__file__": str(path)}
+        sink, token = collecting()
+        try:
+            exec(code, namespace)
+        except ValidationError as exc:
+            line = _user_frame_line(exc, str(path)) or 1
+            problems.extend(validation_diagnostics(exc, rel, tree, line))
+        except Exception as exc:
+            line = _user_frame_line(exc, str(path))
+            problems.append(
+                Diagnostic(
+                    "blueprint/error",
+                    Severity.ERROR,
+                    f"the blueprint raised {type(exc).__name__}: {exc}",
+                    hint="a blueprint should only declare services; run it with "
+                    "`python -X dev` to debug",
+                    location=Location(rel, line),
+                )
+            )
+        finally:
+            stop_collecting(token)
+        for reg in sink:
+            registrations.append(
+                Registration(fields=reg.fields, file=rel, line=reg.line, column=reg.column)
+            )
+    if problems:
+        raise InputError(problems)
+    return LoadedBlueprints(tuple(loaded), tuple(registrations))

@@ -1,0 +1,164 @@
+"""The compiler's stages, wired together: load -> plan -> verify -> generate -> files.
+
+Each stage collects every finding it can before stopping, and nothing touches the
+output folder until every stage has succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from obs_iac import conventions
+from obs_iac.config import RepoConfig, load_repo_config
+from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, Severity
+from obs_iac.labels import LabelNaming
+from obs_iac.load import load_blueprints
+from obs_iac.plan.compile import compile_plan
+from obs_iac.plan.model import Plan
+from obs_iac.plugins import (
+    GeneratorContext,
+    LintContext,
+    PluginSet,
+    discover,
+    plugin_settings,
+)
+from obs_iac.render.artifact import Artifact
+from obs_iac.render.serialize import serialize
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    config: RepoConfig
+    config_file: str
+
+    @property
+    def output(self) -> Path:
+        return self.root / self.config.output
+
+    @property
+    def naming(self) -> LabelNaming:
+        return LabelNaming(self.config.naming)
+
+
+@dataclass(frozen=True)
+class Render:
+    plan: Plan
+    artifacts: tuple[Artifact, ...]
+    files: Mapping[str, bytes]
+    findings: tuple[Diagnostic, ...]
+
+
+def open_workspace(root: Path, config: RepoConfig | None = None) -> Workspace:
+    if config is not None:
+        return Workspace(root, config, "")
+    cfg, source = load_repo_config(root)
+    return Workspace(root, cfg, source)
+
+
+def build_plan(ws: Workspace, plugins: PluginSet) -> Plan:
+    loaded = load_blueprints(ws.root, ws.config.blueprints)
+    if not loaded.registrations:
+        raise InputError(
+            [
+                Diagnostic(
+                    "blueprint/none",
+                    Severity.ERROR,
+                    f"no service is declared under {ws.config.blueprints}/",
+                    hint="add a blueprint file that calls obs_iac.service(...); see README",
+                    location=Location(ws.config.blueprints),
+                )
+            ]
+        )
+    return compile_plan(loaded, plugins, ws.config)
+
+
+def generate(ws: Workspace, plan: Plan, plugins: PluginSet) -> tuple[Artifact, ...]:
+    artifacts: list[Artifact] = []
+    owners: dict[str, str] = {}
+    problems: list[Diagnostic] = []
+    for gen in plugins.generators:
+        settings = plugin_settings(gen, ws.config.generators, "generators")
+        ctx = GeneratorContext(naming=ws.naming, repo=ws.config, settings=settings)
+        try:
+            produced = list(gen.obj.generate(plan, ctx))
+        except (InputError, PluginError):
+            raise
+        except Exception as exc:
+            raise PluginError(
+                [
+                    Diagnostic(
+                        "plugin/crash",
+                        Severity.ERROR,
+                        f"generator {gen.name!r} failed: {type(exc).__name__}: {exc}",
+                        hint="this is a bug in the generator; rerun with --debug for the "
+                        f"traceback and report it to {gen.distribution}",
+                        origin=gen.entry_point,
+                    )
+                ]
+            ) from exc
+        for art in produced:
+            if not conventions.is_safe_relative(art.path):
+                problems.append(
+                    Diagnostic(
+                        "plugin/bad-path",
+                        Severity.ERROR,
+                        f"generator {gen.name!r} returned the path {art.path!r}, which is "
+                        "outside its output folder",
+                        hint=f"report it to {gen.distribution}; artifact paths must be "
+                        "relative and stay inside the output folder",
+                        origin=gen.entry_point,
+                    )
+                )
+            elif art.path in owners:
+                problems.append(
+                    Diagnostic(
+                        "plugin/path-conflict",
+                        Severity.ERROR,
+                        f"generators {owners[art.path]!r} and {gen.name!r} both write "
+                        f"{art.path}",
+                        hint="disable one of them in [tool.obs-iac.plugins]",
+                        origin=gen.entry_point,
+                    )
+                )
+            else:
+                owners[art.path] = gen.name
+                artifacts.append(art)
+    if problems:
+        raise PluginError(problems)
+    return tuple(sorted(artifacts, key=lambda a: a.path))
+
+
+def verify(
+    ws: Workspace, plan: Plan, artifacts: tuple[Artifact, ...], plugins: PluginSet
+) -> tuple[Diagnostic, ...]:
+    findings: list[Diagnostic] = []
+    for rule in plugins.lint_rules:
+        settings = plugin_settings(rule, ws.config.generators, "lint")
+        ctx = LintContext(naming=ws.naming, repo=ws.config, settings=settings)
+        try:
+            findings.extend(rule.obj.check(plan, artifacts, ctx))
+        except Exception as exc:
+            raise PluginError(
+                [
+                    Diagnostic(
+                        "plugin/crash",
+                        Severity.ERROR,
+                        f"lint rule {rule.name!r} failed: {type(exc).__name__}: {exc}",
+                        hint=f"rerun with --debug and report it to {rule.distribution}",
+                        origin=rule.entry_point,
+                    )
+                ]
+            ) from exc
+    return tuple(sorted(findings, key=Diagnostic.sort_key))
+
+
+def render(ws: Workspace, plugins: PluginSet | None = None) -> Render:
+    plugins = plugins or discover(ws.config)
+    plan = build_plan(ws, plugins)
+    artifacts = generate(ws, plan, plugins)
+    findings = verify(ws, plan, artifacts, plugins)
+    files = {a.path: serialize(a) for a in artifacts}
+    return Render(plan, artifacts, files, findings)

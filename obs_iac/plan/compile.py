@@ -1,0 +1,306 @@
+"""Blueprints + packs -> one frozen Plan."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from obs_iac.blueprint.models import CORE_FIELDS, Service
+from obs_iac.blueprint.registry import Registration
+from obs_iac.config import RepoConfig
+from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, Severity
+from obs_iac.labels import LabelNaming
+from obs_iac.load.loader import LoadedBlueprints, validation_diagnostics
+from obs_iac.plan.model import (
+    CollectorSet,
+    MetricSpec,
+    Plan,
+    RelabelSet,
+    RuleGroup,
+    ServicePlan,
+    SourceRef,
+)
+from obs_iac.plugins import Contribution, LoadedPlugin, PackContext, PluginSet, plugin_settings
+
+
+@dataclass(frozen=True)
+class ServiceBlueprint:
+    """A validated service: core fields, the sections packs own, and where it was written."""
+
+    service: Service
+    sections: dict[str, BaseModel]
+    file: str
+    line: int
+    tree: ast.Module | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.service.name
+
+    @property
+    def source(self) -> SourceRef:
+        return SourceRef(file=self.file, line=self.line)
+
+    def section(self, name: str) -> BaseModel | None:
+        return self.sections.get(name)
+
+    def location(self, *path: str | int) -> Location:
+        """The file and line that wrote a field of this service (e.g. 'gpu', 'extra_fields', 2)."""
+        from obs_iac.blueprint.locate import find_call, locate
+
+        call = find_call(self.tree, self.line) if self.tree is not None else None
+        if call is None:
+            return Location(self.file, self.line)
+        line, col = locate(call, path)
+        return Location(self.file, line or self.line, col or None)
+
+
+def _section_owners(packs: Iterable[LoadedPlugin]) -> dict[str, tuple[LoadedPlugin, type[BaseModel]]]:
+    owners: dict[str, tuple[LoadedPlugin, type[BaseModel]]] = {}
+    problems = []
+    for pack in packs:
+        for section, model in sorted(pack.obj.sections.items()):
+            if section in CORE_FIELDS:
+                problems.append(f"pack {pack.name!r} claims core field {section!r}")
+            elif section in owners:
+                problems.append(
+                    f"packs {owners[section][0].name!r} and {pack.name!r} both claim "
+                    f"section {section!r}"
+                )
+            else:
+                owners[section] = (pack, model)
+    if problems:
+        raise PluginError(
+            [Diagnostic("plugin/section-conflict", Severity.ERROR, p, hint="disable one pack")
+             for p in problems]
+        )
+    return owners
+
+
+def validate_services(
+    loaded: LoadedBlueprints, plugins: PluginSet
+) -> list[ServiceBlueprint]:
+    owners = _section_owners(plugins.packs)
+    problems: list[Diagnostic] = []
+    services: list[ServiceBlueprint] = []
+    for reg in loaded.registrations:
+        result = _validate_one(reg, loaded, owners, problems)
+        if result is not None:
+            services.append(result)
+    by_sla: dict[str, ServiceBlueprint] = {}
+    by_name: dict[str, ServiceBlueprint] = {}
+    for svc in sorted(services, key=lambda s: (s.file, s.line)):
+        for index, key, what in (
+            (by_sla, svc.service.sla_id, "business.sla_id"),
+            (by_name, svc.service.name, "service name"),
+        ):
+            first = index.get(key)
+            if first is None:
+                index[key] = svc
+                continue
+            problems.append(
+                Diagnostic(
+                    "blueprint/duplicate",
+                    Severity.ERROR,
+                    f"{what} {key!r} is declared twice (first at {first.file}:{first.line})",
+                    hint=f"each service needs its own {what}; rename one of them",
+                    location=Location(svc.file, svc.line),
+                    related=(Location(first.file, first.line),),
+                    object_path=(svc.service.name,),
+                )
+            )
+    if problems:
+        raise InputError(problems)
+    return sorted(services, key=lambda s: s.service.name)
+
+
+def _validate_one(
+    reg: Registration,
+    loaded: LoadedBlueprints,
+    owners: dict[str, tuple[LoadedPlugin, type[BaseModel]]],
+    problems: list[Diagnostic],
+) -> ServiceBlueprint | None:
+    tree = loaded.tree(reg.file)
+    core = {k: v for k, v in reg.fields.items() if k in CORE_FIELDS}
+    name = str(reg.fields.get("name", "?"))
+    ok = True
+    try:
+        service = Service.model_validate(core)
+    except ValidationError as exc:
+        problems.extend(validation_diagnostics(exc, reg.file, tree, reg.line, object_path=(name,)))
+        ok = False
+    sections: dict[str, BaseModel] = {}
+    for key in sorted(set(reg.fields) - CORE_FIELDS):
+        value = reg.fields[key]
+        owner = owners.get(key)
+        if owner is None:
+            known = sorted([*CORE_FIELDS, *owners])
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint += f"installed sections: {', '.join(sorted(owners)) or 'none'}; core fields: "
+            hint += ", ".join(sorted(CORE_FIELDS))
+            problems.append(
+                Diagnostic(
+                    "blueprint/unknown-section",
+                    Severity.ERROR,
+                    f"{key}: no installed pack claims a section of this name",
+                    hint=hint,
+                    location=_kw_location(reg, tree, key),
+                    object_path=(name,),
+                )
+            )
+            ok = False
+            continue
+        pack, model = owner
+        try:
+            sections[key] = value if isinstance(value, model) else model.model_validate(value)
+        except ValidationError as exc:
+            problems.extend(
+                validation_diagnostics(exc, reg.file, tree, reg.line, prefix=(key,),
+                                       object_path=(name,))
+            )
+            ok = False
+    if not ok:
+        return None
+    return ServiceBlueprint(
+        service=service, sections=sections, file=reg.file, line=reg.line, tree=tree
+    )
+
+
+def _kw_location(reg: Registration, tree: Any, key: str) -> Location:
+    from obs_iac.blueprint.locate import find_call, locate
+
+    call = find_call(tree, reg.line) if tree is not None else None
+    if call is None:
+        return Location(reg.file, reg.line)
+    line, col = locate(call, (key,))
+    return Location(reg.file, line or reg.line, col or None)
+
+
+def _merge_metrics(specs: Iterable[MetricSpec]) -> tuple[MetricSpec, ...]:
+    merged: dict[str, MetricSpec] = {}
+    for spec in specs:
+        prior = merged.get(spec.name)
+        if prior is None:
+            merged[spec.name] = spec
+        elif prior != spec:
+            # The same series seen from two fleets (e.g. two exporter versions): the
+            # catalogue keeps every label either produces.
+            labels = tuple(sorted(set(prior.labels) | set(spec.labels)))
+            merged[spec.name] = prior.model_copy(update={"labels": labels})
+    return tuple(merged[name] for name in sorted(merged))
+
+
+def pack_contexts(plugins: PluginSet, repo: RepoConfig, naming: LabelNaming) -> dict[str, PackContext]:
+    return {
+        pack.name: PackContext(naming=naming, repo=repo, settings=plugin_settings(pack, repo.packs, "packs"))
+        for pack in plugins.packs
+    }
+
+
+def expand_service(
+    svc: ServiceBlueprint, plugins: PluginSet, contexts: dict[str, PackContext]
+) -> Contribution:
+    """Runs every pack over one service; the unit of parallel and cached work."""
+    total = Contribution()
+    for pack in plugins.packs:
+        try:
+            part = pack.obj.expand(svc, contexts[pack.name])
+        except (InputError, PluginError):
+            raise
+        except Exception as exc:
+            raise PluginError(
+                [
+                    Diagnostic(
+                        "plugin/crash",
+                        Severity.ERROR,
+                        f"pack {pack.name!r} failed on service {svc.name!r}: "
+                        f"{type(exc).__name__}: {exc}",
+                        hint="this is a bug in the pack; rerun with --debug for the traceback "
+                        f"and report it to {pack.distribution}",
+                        location=Location(svc.file, svc.line),
+                        origin=pack.entry_point,
+                    )
+                ]
+            ) from exc
+        _extend(total, part)
+    for pack in plugins.packs:
+        finalize = getattr(pack.obj, "finalize", None)
+        if finalize is not None:
+            _extend(total, finalize(svc, total, contexts[pack.name]))
+    return total
+
+
+def _extend(total: Contribution, part: Contribution) -> None:
+    total.metrics.extend(part.metrics)
+    total.rule_groups.extend(part.rule_groups)
+    total.relabel_sets.extend(part.relabel_sets)
+    total.collector_sets.extend(part.collector_sets)
+    total.diagnostics.extend(part.diagnostics)
+    for key, items in part.extensions.items():
+        total.extensions.setdefault(key, []).extend(items)
+
+
+def assemble(
+    services: list[ServiceBlueprint],
+    contributions: list[Contribution],
+    plugins: PluginSet,
+    contexts: dict[str, PackContext],
+    repo: RepoConfig,
+) -> Plan:
+    diagnostics = [d for c in contributions for d in c.diagnostics]
+    if any(d.severity is Severity.ERROR for d in diagnostics):
+        raise InputError(diagnostics)
+    metrics: list[MetricSpec] = []
+    for pack in plugins.packs:
+        metrics.extend(pack.obj.metrics(contexts[pack.name]))
+    rule_groups: list[RuleGroup] = []
+    relabel_sets: list[RelabelSet] = []
+    collector_sets: list[CollectorSet] = []
+    extensions: dict[str, list[Any]] = {}
+    for part in contributions:
+        metrics.extend(part.metrics)
+        rule_groups.extend(part.rule_groups)
+        relabel_sets.extend(part.relabel_sets)
+        collector_sets.extend(part.collector_sets)
+        for key, items in part.extensions.items():
+            extensions.setdefault(key, []).extend(items)
+    service_plans = tuple(
+        ServicePlan(
+            name=s.service.name,
+            team=s.service.team,
+            sla_id=s.service.sla_id,
+            objective=s.service.objective,
+            runbook_base_url=s.service.runbook_base_url,
+            source=s.source,
+            gpu=s.service.gpu.model_dump(mode="json"),
+            sections={k: v.model_dump(mode="json") for k, v in sorted(s.sections.items())},
+            suppressions=tuple(x.model_dump(mode="json") for x in s.service.suppress),
+        )
+        for s in services
+    )
+    return Plan(
+        naming=repo.naming,
+        evaluation_interval=repo.evaluation_interval,
+        services=service_plans,
+        metrics=_merge_metrics(metrics),
+        rule_groups=tuple(sorted(rule_groups, key=lambda g: (g.service, g.name))),
+        relabel_sets=tuple(sorted(relabel_sets, key=lambda r: (r.service, r.source))),
+        collector_sets=tuple(sorted(collector_sets, key=lambda c: c.service)),
+        extensions={k: tuple(v) for k, v in sorted(extensions.items())},
+    )
+
+
+def compile_plan(
+    loaded: LoadedBlueprints, plugins: PluginSet, repo: RepoConfig
+) -> Plan:
+    naming = LabelNaming(repo.naming)
+    services = validate_services(loaded, plugins)
+    contexts = pack_contexts(plugins, repo, naming)
+    contributions = [expand_service(s, plugins, contexts) for s in services]
+    return assemble(services, contributions, plugins, contexts, repo)

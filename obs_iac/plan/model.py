@@ -1,0 +1,158 @@
+"""The plan: one frozen, pure-data IR per render.
+
+Packs contribute to it, lint rules read it, generators turn it into artifacts. No I/O,
+no clock, no environment: the same blueprints and settings give the same plan.
+"""
+
+from __future__ import annotations
+
+import enum
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from obs_iac.labels import NamingStrategy
+
+
+class IR(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceRef(IR):
+    """Where in the user's blueprints an IR object comes from."""
+
+    file: str
+    line: int | None = None
+
+
+class MetricType(enum.StrEnum):
+    COUNTER = "counter"
+    GAUGE = "gauge"
+    HISTOGRAM = "histogram"
+    SUMMARY = "summary"
+    INFO = "info"
+    UNKNOWN = "unknown"
+
+
+class MetricSpec(IR):
+    """One series name any expression may touch, with what it carries."""
+
+    name: str
+    type: MetricType
+    unit: str = Field(description="Unit of the value, e.g. 'ratio', 'bytes', 'percent'.")
+    labels: tuple[str, ...] = Field(description="Every label the series carries, sorted.")
+    source: str = Field(description="Where it comes from: dcgm, recording, spanmetrics, ...")
+    help: str = ""
+
+
+class AlertTestCase(IR):
+    """A promtool unit test: synthetic input, and the alerts expected at one instant."""
+
+    name: str
+    interval: str = "1m"
+    input_series: tuple[tuple[str, str], ...] = Field(description="(series, values) pairs.")
+    eval_time: str
+    expect_firing: bool
+    exp_labels: dict[str, str] = Field(default_factory=dict)
+
+
+class RecordingRule(IR):
+    record: str
+    expr: str
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class AlertRule(IR):
+    alert: str
+    expr: str
+    for_: str = Field(default="0s", alias="for")
+    keep_firing_for: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    tests: tuple[AlertTestCase, ...] = ()
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class RuleGroup(IR):
+    name: str
+    service: str
+    pack: str
+    interval: str | None = None
+    rules: tuple[RecordingRule | AlertRule, ...]
+    source: SourceRef
+
+
+class RelabelRule(IR):
+    """One Prometheus relabel_config; field names as in the scrape config."""
+
+    source_labels: tuple[str, ...] = ()
+    separator: str | None = None
+    regex: str | None = None
+    target_label: str | None = None
+    replacement: str | None = None
+    action: str = "replace"
+
+
+class RelabelSet(IR):
+    """metric_relabel_configs that turn one source's native labels into canonical ones."""
+
+    service: str
+    source: str = Field(description="The scrape target kind, e.g. dcgm-exporter.")
+    rules: tuple[RelabelRule, ...]
+
+
+class CollectorField(IR):
+    name: str
+    prometheus_type: str
+    help: str
+    reason: str = Field(description="Why it is collected: a rule name, or 'extra'.")
+
+
+class CollectorSet(IR):
+    """The dcgm-exporter fields one service's exporter must collect."""
+
+    service: str
+    exporter_version: str
+    fields: tuple[CollectorField, ...]
+
+
+class ServicePlan(IR):
+    name: str
+    team: str
+    sla_id: str
+    objective: str
+    runbook_base_url: str
+    source: SourceRef
+    gpu: dict[str, Any]
+    sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    suppressions: tuple[dict[str, Any], ...] = ()
+
+
+class Plan(IR):
+    schema_version: int = 1
+    naming: NamingStrategy
+    evaluation_interval: str
+    services: tuple[ServicePlan, ...]
+    metrics: tuple[MetricSpec, ...]
+    rule_groups: tuple[RuleGroup, ...]
+    relabel_sets: tuple[RelabelSet, ...]
+    collector_sets: tuple[CollectorSet, ...]
+    extensions: dict[str, tuple[Any, ...]] = Field(
+        default_factory=dict,
+        description="IR kinds contributed by third-party packs, keyed by '<pack>/<kind>'.",
+    )
+
+    def service(self, name: str) -> ServicePlan:
+        for svc in self.services:
+            if svc.name == name:
+                return svc
+        raise KeyError(name)
+
+    def metric(self, name: str) -> MetricSpec | None:
+        return self.metric_index.get(name)
+
+    @cached_property
+    def metric_index(self) -> dict[str, MetricSpec]:
+        return {m.name: m for m in self.metrics}

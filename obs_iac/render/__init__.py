@@ -1,0 +1,1 @@
+"""Deterministic serialisation, the owned-file writer, and drift checks."""

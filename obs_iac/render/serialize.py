@@ -1,0 +1,71 @@
+"""Bytes from artifacts: stable key order, fixed indentation, trailing newline, and no
+timestamps or versions, so the same plan always gives the same bytes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import yaml
+
+from obs_iac import conventions
+from obs_iac.render.artifact import Artifact
+
+_BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
+    pass
+
+
+def _str(dumper: Any, value: str) -> Any:
+    # Multi-line strings (PromQL, CSV payloads) as literal blocks: readable in review.
+    if "\n" in value and not any(c in value for c in "\r\t") and not value.startswith(" "):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str)
+_Dumper.add_representer(tuple, lambda d, v: d.represent_list(list(v)))
+
+
+def dump_yaml(data: Any) -> str:
+    text: str = yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=4096,
+        indent=2,
+    )
+    return text
+
+
+def _header(artifact: Artifact, prefix: str) -> str:
+    source = ", ".join(artifact.sources) if artifact.sources else "the repository's blueprints"
+    return f"{prefix} {conventions.HEADER.format(source=source)}\n"
+
+
+def serialize(artifact: Artifact) -> bytes:
+    fmt = artifact.format
+    if fmt == "yaml":
+        body = dump_yaml(artifact.data)
+        text = (_header(artifact, "#") if artifact.header else "") + body
+    elif fmt == "yaml-multi":
+        docs = [dump_yaml(doc) for doc in artifact.data]
+        text = (_header(artifact, "#") if artifact.header else "") + "---\n".join(docs)
+    elif fmt == "json":
+        text = json.dumps(artifact.data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    elif fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+        writer.writerows(artifact.data)
+        text = (_header(artifact, "#") if artifact.header else "") + buf.getvalue()
+    else:
+        text = str(artifact.data)
+        if not text.endswith("\n"):
+            text += "\n"
+    return text.encode("utf-8")

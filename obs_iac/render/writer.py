@@ -1,0 +1,179 @@
+"""Writes rendered files into the output folder, owning only what it wrote.
+
+- A manifest (``.obs-iac-manifest.json``) lists every file obs-iac owns, with its hash.
+  Files not in it are never overwritten, moved or deleted.
+- Nothing is written until every artifact has been generated and serialised.
+- Writing is a journaled swap: every new file is first staged next to its target, a
+  journal naming all the renames is written atomically, then the renames run. If the
+  process dies after the journal exists, the next run finishes the swap before doing
+  anything else; if it dies before, the staged files are discarded. Either way the tree
+  is the old render or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from obs_iac import conventions
+from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
+
+
+@dataclass(frozen=True)
+class Drift:
+    added: tuple[str, ...]
+    changed: tuple[str, ...]
+    removed: tuple[str, ...]
+    foreign_conflicts: tuple[str, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        return not (self.added or self.changed or self.removed or self.foreign_conflicts)
+
+    def summary(self) -> str:
+        lines = []
+        for title, paths in (
+            ("would add", self.added),
+            ("would change", self.changed),
+            ("would remove", self.removed),
+            ("would overwrite a file obs-iac does not own", self.foreign_conflicts),
+        ):
+            lines.extend(f"  {title}: {p}" for p in paths)
+        return "\n".join(lines)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_manifest(out: Path) -> dict[str, str]:
+    path = out / conventions.MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        files = data["files"]
+        if not isinstance(files, dict):
+            raise TypeError("files is not a mapping")
+        return {str(k): str(v) for k, v in files.items()}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            [
+                Diagnostic(
+                    "output/manifest",
+                    Severity.ERROR,
+                    f"the manifest of owned files is unreadable: {exc}",
+                    hint=f"restore {conventions.MANIFEST} from git; obs-iac will not guess "
+                    "which files it owns",
+                    location=Location(str(path)),
+                )
+            ]
+        ) from None
+
+
+def manifest_bytes(files: Mapping[str, bytes]) -> bytes:
+    payload = {
+        "comment": "Files owned by obs-iac. Do not edit.",
+        "files": {p: _digest(files[p]) for p in sorted(files)},
+        "version": 1,
+    }
+    return (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode()
+
+
+def compare(out: Path, files: Mapping[str, bytes]) -> Drift:
+    owned = read_manifest(out)
+    added, changed, conflicts = [], [], []
+    for rel in sorted(files):
+        target = out / rel
+        if not target.is_file():
+            added.append(rel)
+        elif target.read_bytes() != files[rel]:
+            (changed if rel in owned else conflicts).append(rel)
+        elif rel not in owned:
+            added.append(rel)  # identical content but not yet owned: adopt it
+    removed = sorted(p for p in owned if p not in files and (out / p).exists())
+    if owned and not (out / conventions.MANIFEST).read_bytes() == manifest_bytes(files):
+        if not (added or changed or removed):
+            changed.append(conventions.MANIFEST)
+    return Drift(tuple(added), tuple(changed), tuple(removed), tuple(conflicts))
+
+
+def _fsync_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def recover(out: Path) -> None:
+    """Finishes a swap that a previous run started, or discards one it never committed."""
+    journal = out / conventions.JOURNAL
+    if journal.is_file():
+        plan = json.loads(journal.read_text("utf-8"))
+        _apply(out, plan)
+        journal.unlink()
+    if out.is_dir():
+        for stray in out.rglob(f"*{conventions.TMP_SUFFIX}"):
+            stray.unlink()
+
+
+def _apply(out: Path, plan: dict[str, list[str]]) -> None:
+    for rel in plan["replace"]:
+        staged = out / (rel + conventions.TMP_SUFFIX)
+        if staged.exists():
+            os.replace(staged, out / rel)
+    for rel in plan["remove"]:
+        target = out / rel
+        if target.exists():
+            target.unlink()
+            _prune_empty_dirs(out, target.parent)
+    manifest = out / (conventions.MANIFEST + conventions.TMP_SUFFIX)
+    if manifest.exists():
+        os.replace(manifest, out / conventions.MANIFEST)
+
+
+def _prune_empty_dirs(out: Path, folder: Path) -> None:
+    root = out.resolve()
+    while folder.resolve() != root and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+
+
+def write(out: Path, files: Mapping[str, bytes], force_adopt: bool = False) -> Drift:
+    """Brings the output folder to exactly ``files`` (plus untouched foreign files)."""
+    out.mkdir(parents=True, exist_ok=True)
+    recover(out)
+    drift = compare(out, files)
+    if drift.foreign_conflicts and not force_adopt:
+        raise InputError(
+            [
+                Diagnostic(
+                    "output/foreign-file",
+                    Severity.ERROR,
+                    f"{p} exists, differs from what obs-iac would write, and obs-iac does "
+                    "not own it",
+                    hint="move the file away or delete it; obs-iac never overwrites files it "
+                    "did not write",
+                    location=Location(str(out / p)),
+                )
+                for p in drift.foreign_conflicts
+            ]
+        )
+    if drift.clean:
+        return drift
+    replace = sorted(set(drift.added) | set(drift.changed) - {conventions.MANIFEST})
+    for rel in replace:
+        _fsync_write(out / (rel + conventions.TMP_SUFFIX), files[rel])
+    _fsync_write(out / (conventions.MANIFEST + conventions.TMP_SUFFIX), manifest_bytes(files))
+    journal = {"remove": list(drift.removed), "replace": replace}
+    _fsync_write(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), json.dumps(journal).encode())
+    # The commit point: once the journal exists, the new tree is what recovery produces.
+    os.replace(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), out / conventions.JOURNAL)
+    _apply(out, journal)
+    (out / conventions.JOURNAL).unlink()
+    return drift
