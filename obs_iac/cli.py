@@ -217,7 +217,9 @@ def fields(pattern: str, exporter: str | None) -> None:
             continue
         if exporter and not dcgm.accepted(field, exporter):
             continue
-        click.echo(f"{field.name:<52} {field.field_id:>5} {field.prometheus_type:<8} {field.status}")
+        click.echo(
+            f"{field.name:<52} {field.field_id:>5} {field.prometheus_type:<8} {field.status}"
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

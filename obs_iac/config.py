@@ -155,4 +155,3 @@ def _config_hint(err: Any) -> str:
 
 def config_schema() -> dict[str, Any]:
     return RepoConfig.model_json_schema()
-

@@ -117,8 +117,7 @@ def generate(ws: Workspace, plan: Plan, plugins: PluginSet) -> tuple[Artifact, .
                     Diagnostic(
                         "plugin/path-conflict",
                         Severity.ERROR,
-                        f"generators {owners[art.path]!r} and {gen.name!r} both write "
-                        f"{art.path}",
+                        f"generators {owners[art.path]!r} and {gen.name!r} both write {art.path}",
                         hint="disable one of them in [tool.obs-iac.plugins]",
                         origin=gen.entry_point,
                     )

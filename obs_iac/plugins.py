@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from obs_iac.plan.model import (
         AlertRule,
         CollectorSet,
+        DashboardRow,
+        InhibitEdge,
         MetricSpec,
         Plan,
         RelabelSet,
@@ -67,8 +69,44 @@ class Contribution:
     rule_groups: list[RuleGroup] = field(default_factory=list)
     relabel_sets: list[RelabelSet] = field(default_factory=list)
     collector_sets: list[CollectorSet] = field(default_factory=list)
+    inhibit_edges: list[InhibitEdge] = field(default_factory=list)
+    dashboard_rows: list[DashboardRow] = field(default_factory=list)
+    log_pipelines: list[Any] = field(default_factory=list)
     extensions: dict[str, list[Any]] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    # The list fields above, in the order the plan stores them.
+    PLAN_FIELDS: ClassVar[tuple[str, ...]] = (
+        "metrics",
+        "rule_groups",
+        "relabel_sets",
+        "collector_sets",
+        "inhibit_edges",
+        "dashboard_rows",
+        "log_pipelines",
+    )
+
+    def extend(self, other: Contribution) -> None:
+        for name in (*self.PLAN_FIELDS, "diagnostics"):
+            getattr(self, name).extend(getattr(other, name))
+        for key, items in other.extensions.items():
+            self.extensions.setdefault(key, []).extend(items)
+
+    def queries(self) -> list[tuple[str, str]]:
+        """(owner, PromQL) for every Prometheus expression this contribution carries."""
+        from obs_iac.plan.model import AlertRule
+
+        out: list[tuple[str, str]] = []
+        for group in self.rule_groups:
+            for rule in group.rules:
+                owner = rule.alert if isinstance(rule, AlertRule) else rule.record
+                out.append((owner, rule.expr))
+        for row in self.dashboard_rows:
+            for panel in row.panels:
+                for query in panel.queries:
+                    if query.datasource == "prometheus":
+                        out.append((f"dashboard panel {panel.key}", query.expr))
+        return out
 
     def alerts(self) -> list[AlertRule]:
         from obs_iac.plan.model import AlertRule

@@ -7,16 +7,27 @@ from collections.abc import Sequence
 
 
 def find_call(tree: ast.AST, line: int) -> ast.Call | None:
-    """The outermost call that starts on ``line`` (where a registration or model was made)."""
-    best: ast.Call | None = None
+    """The call a registration or model construction on ``line`` came from: the
+    outermost call starting on that line, else the innermost one spanning it."""
+    starting: list[ast.Call] = []
+    spanning: list[ast.Call] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or line):
-            if best is None or (node.lineno, -(node.end_lineno or 0)) > (
-                best.lineno,
-                -(best.end_lineno or 0),
-            ):
-                best = node
-    return best
+        if not isinstance(node, ast.Call):
+            continue
+        end = node.end_lineno or node.lineno
+        if node.lineno == line:
+            starting.append(node)
+        elif node.lineno <= line <= end:
+            spanning.append(node)
+
+    def span(node: ast.Call) -> int:
+        return (node.end_lineno or node.lineno) - node.lineno
+
+    if starting:
+        return max(starting, key=lambda n: (span(n), -n.col_offset))
+    if spanning:
+        return min(spanning, key=span)
+    return None
 
 
 def locate(node: ast.AST, path: Sequence[str | int]) -> tuple[int, int]:
@@ -34,9 +45,12 @@ def locate(node: ast.AST, path: Sequence[str | int]) -> tuple[int, int]:
                 if isinstance(key, ast.Constant) and key.value == part:
                     nxt = value
                     break
-        elif isinstance(current, (ast.List, ast.Tuple)) and isinstance(part, int):
-            if 0 <= part < len(current.elts):
-                nxt = current.elts[part]
+        elif (
+            isinstance(current, (ast.List, ast.Tuple))
+            and isinstance(part, int)
+            and 0 <= part < len(current.elts)
+        ):
+            nxt = current.elts[part]
         if nxt is None:
             break
         current = nxt

@@ -52,8 +52,7 @@ class GpuFleet(BlueprintModel):
     )
     extra_fields: tuple[str, ...] = Field(
         default=(),
-        description="DCGM fields to collect beyond those the generated rules and "
-        "dashboards use.",
+        description="DCGM fields to collect beyond those the generated rules and dashboards use.",
     )
     honor_labels: bool = Field(
         default=False,
@@ -104,7 +103,9 @@ class GpuFleet(BlueprintModel):
 class Suppression(BlueprintModel):
     """Silences one lint finding for this service, with a reason and an optional expiry."""
 
-    code: str = Field(pattern=r"^[a-z0-9-]+/[a-z0-9-]+$", description="Lint code, e.g. 'promql/label-flow'.")
+    code: str = Field(
+        pattern=r"^[a-z0-9-]+/[a-z0-9-]+$", description="Lint code, e.g. 'promql/label-flow'."
+    )
     reason: str = Field(min_length=3, description="Why this finding is accepted.")
     target: str | None = Field(
         default=None, description="Alert or record name the suppression is limited to."

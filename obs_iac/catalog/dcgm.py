@@ -90,8 +90,9 @@ def _token_overlap(wanted: set[str], candidate: set[str]) -> float:
     for w in wanted:
         if w in candidate:
             hits += 1
-        elif any(min(len(c), len(w)) >= 4 and (c.startswith(w) or w.startswith(c))
-                 for c in candidate):
+        elif any(
+            min(len(c), len(w)) >= 4 and (c.startswith(w) or w.startswith(c)) for c in candidate
+        ):
             hits += 0.5
     return hits / len(wanted | candidate)
 
@@ -128,7 +129,7 @@ def accepted(field: DcgmField, exporter_tag: str) -> bool:
 def accepted_alias(field: DcgmField, exporter_tag: str) -> str | None:
     """Another name for the same field id that this exporter accepts."""
     for other in sorted(catalog().values(), key=lambda f: f.name):
-        if other.field_id == field.field_id and other.name != field.name:
-            if accepted(other, exporter_tag) and not other.is_pseudo:
-                return other.name
+        same_id = other.field_id == field.field_id and other.name != field.name
+        if same_id and accepted(other, exporter_tag) and not other.is_pseudo:
+            return other.name
     return None

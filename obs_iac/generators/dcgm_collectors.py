@@ -32,7 +32,11 @@ class DcgmCollectorsGenerator(Generator):
             header = conventions.HEADER.format(source=", ".join(sources))
             text = collectors_text(cset, header)
             yield Artifact(
-                conventions.collectors_csv(cset.service), "text", text, self.name, sources,
+                conventions.collectors_csv(cset.service),
+                "text",
+                text,
+                self.name,
+                sources,
                 header=False,
             )
             configmap = {
@@ -49,6 +53,9 @@ class DcgmCollectorsGenerator(Generator):
                 "data": {"metrics": text},
             }
             yield Artifact(
-                conventions.collectors_configmap(cset.service), "yaml", configmap, self.name,
+                conventions.collectors_configmap(cset.service),
+                "yaml",
+                configmap,
+                self.name,
                 sources,
             )

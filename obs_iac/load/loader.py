@@ -43,7 +43,11 @@ def discover_files(root: Path, folder: str) -> list[Path]:
     if not base.is_dir():
         return []
     return sorted(
-        (p for p in base.rglob("*.py") if not any(part.startswith((".", "_")) for part in p.relative_to(base).parts)),
+        (
+            p
+            for p in base.rglob("*.py")
+            if not any(part.startswith((".", "_")) for part in p.relative_to(base).parts)
+        ),
         key=lambda p: p.relative_to(root).as_posix(),
     )
 
@@ -164,7 +168,6 @@ def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) ->
             line = _user_frame_line(exc, str(path)) or 1
             problems.extend(validation_diagnostics(exc, rel, tree, line))
         except Exception as exc:
-            line = _user_frame_line(exc, str(path))
             problems.append(
                 Diagnostic(
                     "blueprint/error",
@@ -172,7 +175,7 @@ def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) ->
                     f"the blueprint raised {type(exc).__name__}: {exc}",
                     hint="a blueprint should only declare services; run it with "
                     "`python -X dev` to debug",
-                    location=Location(rel, line),
+                    location=Location(rel, _user_frame_line(exc, str(path))),
                 )
             )
         finally:

@@ -17,11 +17,8 @@ from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, S
 from obs_iac.labels import LabelNaming
 from obs_iac.load.loader import LoadedBlueprints, validation_diagnostics
 from obs_iac.plan.model import (
-    CollectorSet,
     MetricSpec,
     Plan,
-    RelabelSet,
-    RuleGroup,
     ServicePlan,
     SourceRef,
 )
@@ -60,7 +57,9 @@ class ServiceBlueprint:
         return Location(self.file, line or self.line, col or None)
 
 
-def _section_owners(packs: Iterable[LoadedPlugin]) -> dict[str, tuple[LoadedPlugin, type[BaseModel]]]:
+def _section_owners(
+    packs: Iterable[LoadedPlugin],
+) -> dict[str, tuple[LoadedPlugin, type[BaseModel]]]:
     owners: dict[str, tuple[LoadedPlugin, type[BaseModel]]] = {}
     problems = []
     for pack in packs:
@@ -76,15 +75,15 @@ def _section_owners(packs: Iterable[LoadedPlugin]) -> dict[str, tuple[LoadedPlug
                 owners[section] = (pack, model)
     if problems:
         raise PluginError(
-            [Diagnostic("plugin/section-conflict", Severity.ERROR, p, hint="disable one pack")
-             for p in problems]
+            [
+                Diagnostic("plugin/section-conflict", Severity.ERROR, p, hint="disable one pack")
+                for p in problems
+            ]
         )
     return owners
 
 
-def validate_services(
-    loaded: LoadedBlueprints, plugins: PluginSet
-) -> list[ServiceBlueprint]:
+def validate_services(loaded: LoadedBlueprints, plugins: PluginSet) -> list[ServiceBlueprint]:
     owners = _section_owners(plugins.packs)
     problems: list[Diagnostic] = []
     services: list[ServiceBlueprint] = []
@@ -156,13 +155,14 @@ def _validate_one(
             )
             ok = False
             continue
-        pack, model = owner
+        _pack, model = owner
         try:
             sections[key] = value if isinstance(value, model) else model.model_validate(value)
         except ValidationError as exc:
             problems.extend(
-                validation_diagnostics(exc, reg.file, tree, reg.line, prefix=(key,),
-                                       object_path=(name,))
+                validation_diagnostics(
+                    exc, reg.file, tree, reg.line, prefix=(key,), object_path=(name,)
+                )
             )
             ok = False
     if not ok:
@@ -196,9 +196,13 @@ def _merge_metrics(specs: Iterable[MetricSpec]) -> tuple[MetricSpec, ...]:
     return tuple(merged[name] for name in sorted(merged))
 
 
-def pack_contexts(plugins: PluginSet, repo: RepoConfig, naming: LabelNaming) -> dict[str, PackContext]:
+def pack_contexts(
+    plugins: PluginSet, repo: RepoConfig, naming: LabelNaming
+) -> dict[str, PackContext]:
     return {
-        pack.name: PackContext(naming=naming, repo=repo, settings=plugin_settings(pack, repo.packs, "packs"))
+        pack.name: PackContext(
+            naming=naming, repo=repo, settings=plugin_settings(pack, repo.packs, "packs")
+        )
         for pack in plugins.packs
     }
 
@@ -228,22 +232,12 @@ def expand_service(
                     )
                 ]
             ) from exc
-        _extend(total, part)
+        total.extend(part)
     for pack in plugins.packs:
         finalize = getattr(pack.obj, "finalize", None)
         if finalize is not None:
-            _extend(total, finalize(svc, total, contexts[pack.name]))
+            total.extend(finalize(svc, total, contexts[pack.name]))
     return total
-
-
-def _extend(total: Contribution, part: Contribution) -> None:
-    total.metrics.extend(part.metrics)
-    total.rule_groups.extend(part.rule_groups)
-    total.relabel_sets.extend(part.relabel_sets)
-    total.collector_sets.extend(part.collector_sets)
-    total.diagnostics.extend(part.diagnostics)
-    for key, items in part.extensions.items():
-        total.extensions.setdefault(key, []).extend(items)
 
 
 def assemble(
@@ -256,20 +250,11 @@ def assemble(
     diagnostics = [d for c in contributions for d in c.diagnostics]
     if any(d.severity is Severity.ERROR for d in diagnostics):
         raise InputError(diagnostics)
-    metrics: list[MetricSpec] = []
+    merged = Contribution()
     for pack in plugins.packs:
-        metrics.extend(pack.obj.metrics(contexts[pack.name]))
-    rule_groups: list[RuleGroup] = []
-    relabel_sets: list[RelabelSet] = []
-    collector_sets: list[CollectorSet] = []
-    extensions: dict[str, list[Any]] = {}
+        merged.metrics.extend(pack.obj.metrics(contexts[pack.name]))
     for part in contributions:
-        metrics.extend(part.metrics)
-        rule_groups.extend(part.rule_groups)
-        relabel_sets.extend(part.relabel_sets)
-        collector_sets.extend(part.collector_sets)
-        for key, items in part.extensions.items():
-            extensions.setdefault(key, []).extend(items)
+        merged.extend(part)
     service_plans = tuple(
         ServicePlan(
             name=s.service.name,
@@ -288,17 +273,18 @@ def assemble(
         naming=repo.naming,
         evaluation_interval=repo.evaluation_interval,
         services=service_plans,
-        metrics=_merge_metrics(metrics),
-        rule_groups=tuple(sorted(rule_groups, key=lambda g: (g.service, g.name))),
-        relabel_sets=tuple(sorted(relabel_sets, key=lambda r: (r.service, r.source))),
-        collector_sets=tuple(sorted(collector_sets, key=lambda c: c.service)),
-        extensions={k: tuple(v) for k, v in sorted(extensions.items())},
+        metrics=_merge_metrics(merged.metrics),
+        rule_groups=tuple(sorted(merged.rule_groups, key=lambda g: (g.service, g.name))),
+        relabel_sets=tuple(sorted(merged.relabel_sets, key=lambda r: (r.service, r.source))),
+        collector_sets=tuple(sorted(merged.collector_sets, key=lambda c: c.service)),
+        inhibit_edges=tuple(sorted(merged.inhibit_edges, key=lambda e: (e.service or "", e.name))),
+        dashboard_rows=tuple(merged.dashboard_rows),
+        log_pipelines=tuple(merged.log_pipelines),
+        extensions={k: tuple(v) for k, v in sorted(merged.extensions.items())},
     )
 
 
-def compile_plan(
-    loaded: LoadedBlueprints, plugins: PluginSet, repo: RepoConfig
-) -> Plan:
+def compile_plan(loaded: LoadedBlueprints, plugins: PluginSet, repo: RepoConfig) -> Plan:
     naming = LabelNaming(repo.naming)
     services = validate_services(loaded, plugins)
     contexts = pack_contexts(plugins, repo, naming)

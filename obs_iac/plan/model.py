@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -118,6 +118,58 @@ class CollectorSet(IR):
     fields: tuple[CollectorField, ...]
 
 
+class Matcher(IR):
+    """One Alertmanager label matcher."""
+
+    name: str
+    op: Literal["=", "!=", "=~", "!~"] = "="
+    value: str
+
+
+class InhibitEdge(IR):
+    """While an alert matching ``source_matchers`` fires, mute alerts matching
+    ``target_matchers`` that have the same values for every ``equal`` label."""
+
+    name: str = Field(description="Stable kebab-case name; blueprints override edges by it.")
+    service: str | None = Field(description="Owning service, or None for fleet-wide edges.")
+    pack: str
+    reason: str
+    source_matchers: tuple[Matcher, ...]
+    target_matchers: tuple[Matcher, ...]
+    equal: tuple[str, ...]
+    source: SourceRef | None = None
+
+
+class PanelQuery(IR):
+    expr: str
+    legend: str = ""
+    datasource: Literal["prometheus", "loki"] = "prometheus"
+    ref_id: str = "A"
+
+
+class Panel(IR):
+    """A dashboard panel in abstract form; the dashboard generator lays it out."""
+
+    key: str = Field(description="Stable key: panel ids and positions derive from it.")
+    title: str
+    kind: Literal["timeseries", "stat", "table", "logs", "bargauge", "gauge", "heatmap"]
+    unit: str = Field(description="Grafana unit id, e.g. percentunit, bytes, s, celsius.")
+    queries: tuple[PanelQuery, ...]
+    description: str = ""
+    width: int = Field(default=12, ge=1, le=24)
+    height: int = Field(default=8, ge=1, le=50)
+
+
+class DashboardRow(IR):
+    """One layer's row of a service's cross-layer dashboard."""
+
+    service: str
+    layer: Literal["business", "framework", "hardware", "logs"]
+    title: str
+    pack: str
+    panels: tuple[Panel, ...]
+
+
 class ServicePlan(IR):
     name: str
     team: str
@@ -139,6 +191,9 @@ class Plan(IR):
     rule_groups: tuple[RuleGroup, ...]
     relabel_sets: tuple[RelabelSet, ...]
     collector_sets: tuple[CollectorSet, ...]
+    inhibit_edges: tuple[InhibitEdge, ...] = ()
+    dashboard_rows: tuple[DashboardRow, ...] = ()
+    log_pipelines: tuple[Any, ...] = ()
     extensions: dict[str, tuple[Any, ...]] = Field(
         default_factory=dict,
         description="IR kinds contributed by third-party packs, keyed by '<pack>/<kind>'.",

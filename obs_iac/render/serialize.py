@@ -16,7 +16,7 @@ from obs_iac.render.artifact import Artifact
 _BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
+class _Dumper(_BaseDumper):  # type: ignore[misc]
     pass
 
 

@@ -35,7 +35,7 @@ class Drift:
         return not (self.added or self.changed or self.removed or self.foreign_conflicts)
 
     def summary(self) -> str:
-        lines = []
+        lines: list[str] = []
         for title, paths in (
             ("would add", self.added),
             ("would change", self.changed),
@@ -86,7 +86,9 @@ def manifest_bytes(files: Mapping[str, bytes]) -> bytes:
 
 def compare(out: Path, files: Mapping[str, bytes]) -> Drift:
     owned = read_manifest(out)
-    added, changed, conflicts = [], [], []
+    added: list[str] = []
+    changed: list[str] = []
+    conflicts: list[str] = []
     for rel in sorted(files):
         target = out / rel
         if not target.is_file():
@@ -96,9 +98,9 @@ def compare(out: Path, files: Mapping[str, bytes]) -> Drift:
         elif rel not in owned:
             added.append(rel)  # identical content but not yet owned: adopt it
     removed = sorted(p for p in owned if p not in files and (out / p).exists())
-    if owned and not (out / conventions.MANIFEST).read_bytes() == manifest_bytes(files):
-        if not (added or changed or removed):
-            changed.append(conventions.MANIFEST)
+    stale_manifest = owned and (out / conventions.MANIFEST).read_bytes() != manifest_bytes(files)
+    if stale_manifest and not (added or changed or removed):
+        changed.append(conventions.MANIFEST)
     return Drift(tuple(added), tuple(changed), tuple(removed), tuple(conflicts))
 
 

@@ -37,8 +37,11 @@ from obs_iac.plan.model import (
     AlertTestCase,
     CollectorField,
     CollectorSet,
+    DashboardRow,
     MetricSpec,
     MetricType,
+    Panel,
+    PanelQuery,
     RecordingRule,
     RelabelRule,
     RelabelSet,
@@ -78,7 +81,9 @@ def template_label(name: str) -> str:
 
 
 def host_label(fleet: GpuFleet) -> str:
-    return "Hostname" if version_tuple(fleet.exporter_version) <= LAST_CAPITAL_HOSTNAME else "hostname"
+    return (
+        "Hostname" if version_tuple(fleet.exporter_version) <= LAST_CAPITAL_HOSTNAME else "hostname"
+    )
 
 
 def native_labels(fleet: GpuFleet) -> tuple[str, ...]:
@@ -128,7 +133,11 @@ def relabel_rules(fleet: GpuFleet, naming: LabelNaming) -> tuple[RelabelRule, ..
             replacement="$1",
         ),
     ]
-    for native, key in (("namespace", K8S_NAMESPACE), ("pod", K8S_POD), ("container", K8S_CONTAINER)):
+    for native, key in (
+        ("namespace", K8S_NAMESPACE),
+        ("pod", K8S_POD),
+        ("container", K8S_CONTAINER),
+    ):
         rules.append(
             RelabelRule(
                 source_labels=(f"{workload}{native}",),
@@ -190,6 +199,7 @@ class GpuPack(Pack):
                 source=service.source,
             )
         )
+        out.dashboard_rows.append(self._dashboard_row(service, ctx))
         per_gpu = tuple(sorted(set(field_labels(GPU_UTIL, fleet, naming))))
         for rule in records:
             per_sla = rule.record.startswith("business_sla_id:")
@@ -212,17 +222,10 @@ class GpuPack(Pack):
         fleet = service.service.gpu
         catalog = dcgm.catalog()
         reasons: dict[str, str] = {}
-        for group in draft.rule_groups:
-            for rule in group.rules:
-                name = rule.alert if isinstance(rule, AlertRule) else rule.record
-                for metric in sorted(referenced_metrics(rule.expr)):
-                    if metric in catalog:
-                        reasons.setdefault(metric, name)
-        for queries in draft.extensions.get("queries", []):
-            for owner, expr in queries:
-                for metric in sorted(referenced_metrics(expr)):
-                    if metric in catalog:
-                        reasons.setdefault(metric, owner)
+        for owner, expr in draft.queries():
+            for metric in sorted(referenced_metrics(expr)):
+                if metric in catalog:
+                    reasons.setdefault(metric, owner)
         for extra in fleet.extra_fields:
             reasons.setdefault(extra, "extra")
         fields = []
@@ -270,6 +273,92 @@ class GpuPack(Pack):
             )
         )
         return out
+
+    @staticmethod
+    def _dashboard_row(service: ServiceBlueprint, ctx: PackContext) -> DashboardRow:
+        naming = ctx.naming
+        sel = "{" + naming.matcher(SLA_ID, service.service.sla_id) + "}"
+        legend = f"{{{{{naming.prom(HOST)}}}}}/{{{{{naming.prom(GPU_ID)}}}}}"
+
+        def panel(key: str, title: str, unit: str, expr: str, desc: str) -> Panel:
+            return Panel(
+                key=key,
+                title=title,
+                kind="timeseries",
+                unit=unit,
+                description=desc,
+                queries=(PanelQuery(expr=expr, legend=legend),),
+            )
+
+        panels = [
+            panel(
+                "gpu-utilization",
+                "GPU utilisation",
+                "percentunit",
+                f"{Records.GPU_UTILIZATION}{sel}",
+                "DCGM_FI_DEV_GPU_UTIL as a 0-1 ratio.",
+            ),
+            panel(
+                "gpu-waste",
+                "GPU waste rate (idle share)",
+                "percentunit",
+                f"{Records.SLA_GPU_WASTE}{sel}",
+                "Share of GPU time below the idle threshold over 5 minutes.",
+            ),
+            panel(
+                "framebuffer-used",
+                "Framebuffer used",
+                "bytes",
+                f"{Records.FRAMEBUFFER_USED_BYTES}{sel}",
+                "GPU memory in use.",
+            ),
+            panel(
+                "temperature",
+                "GPU temperature",
+                "celsius",
+                f"{Records.TEMPERATURE}{sel}",
+                "Core temperature per GPU.",
+            ),
+            panel(
+                "xid-errors",
+                "XID errors (last code)",
+                "none",
+                f"{XID}{sel}",
+                "Last XID error code per GPU; 0 means none.",
+            ),
+        ]
+        if service.service.gpu.profiling:
+            panels += [
+                panel(
+                    "sm-active",
+                    "SM active",
+                    "percentunit",
+                    f"{Records.SM_ACTIVE}{sel}",
+                    "Share of cycles with at least one warp on an SM (DCP).",
+                ),
+                panel(
+                    "nvlink-throughput",
+                    "NVLink throughput",
+                    "Bps",
+                    f"{Records.NVLINK_THROUGHPUT}{sel}",
+                    "NVLink TX + RX bytes per second.",
+                ),
+                panel(
+                    "nvlink-change-1m",
+                    "NVLink throughput vs 1 minute earlier",
+                    "percentunit",
+                    f"{Records.NVLINK_THROUGHPUT}{sel} / ({Records.NVLINK_THROUGHPUT}{sel} "
+                    "offset 1m) - 1",
+                    "Negative values are drops; the drill-down step from framework to hardware.",
+                ),
+            ]
+        return DashboardRow(
+            service=service.name,
+            layer="hardware",
+            title="Hardware (DCGM)",
+            pack=PACK,
+            panels=tuple(panels),
+        )
 
     @staticmethod
     def _check_fields(service: ServiceBlueprint, fleet: GpuFleet) -> list[Diagnostic]:
@@ -337,9 +426,7 @@ class GpuPack(Pack):
         records = [
             RecordingRule(record=Records.GPU_UTILIZATION, expr=f"{GPU_UTIL}{sel} / 100"),
             RecordingRule(record=Records.GPU_IDLE, expr=f"{GPU_UTIL}{sel} < bool {idle_percent:g}"),
-            RecordingRule(
-                record=Records.FRAMEBUFFER_USED_BYTES, expr=f"{FB_USED}{sel} * 1048576"
-            ),
+            RecordingRule(record=Records.FRAMEBUFFER_USED_BYTES, expr=f"{FB_USED}{sel} * 1048576"),
             RecordingRule(
                 record=Records.FRAMEBUFFER_USED_RATIO,
                 expr=f"{FB_USED}{sel} / ({FB_USED}{sel} + {FB_FREE}{sel})",
@@ -433,7 +520,12 @@ class GpuPack(Pack):
                 "allocated but wasted. Look for a stalled data loader or a hung collective.",
                 "30m",
                 [
-                    case("idle GPU fires", {GPU_UTIL: f"{max(idle_percent / 2, 0):g}x40"}, "35m", True),
+                    case(
+                        "idle GPU fires",
+                        {GPU_UTIL: f"{max(idle_percent / 2, 0):g}x40"},
+                        "35m",
+                        True,
+                    ),
                     case("busy GPU does not fire", {GPU_UTIL: "60x40"}, "35m", False),
                 ],
             ),
