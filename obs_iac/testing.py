@@ -92,9 +92,9 @@ def golden_mismatches(result: Render, expected: Path) -> list[str]:
             diff = difflib.unified_diff(
                 on_disk[rel].decode("utf-8", "replace").splitlines(),
                 result.files[rel].decode("utf-8", "replace").splitlines(),
-                f"golden/{rel}",
-                f"rendered/{rel}",
-                lineterminator="",
+                fromfile=f"golden/{rel}",
+                tofile=f"rendered/{rel}",
+                lineterm="",
                 n=2,
             )
             problems.append("\n".join(list(diff)[:60]))
