@@ -56,7 +56,7 @@ def test_unknown_field(run_cli: RunCli, rendered: Path) -> None:
     source = blueprint_source(gpu=gpu)
     result = render_bad(run_cli, rendered, source)
     assert f"{BAD}:{line_of(source, 'colour=1')}:" in result.stderr
-    assert "colour: unknown field" in result.stderr
+    assert "gpu.colour: unknown field" in result.stderr
     assert "obs-iac schema" in result.stderr
 
 
@@ -71,8 +71,35 @@ def test_wrong_type(run_cli: RunCli, rendered: Path) -> None:
     source = blueprint_source(gpu=gpu)
     result = render_bad(run_cli, rendered, source)
     assert f"{BAD}:{line_of(source, 'count=')}:" in result.stderr
-    assert "count: Input should be a valid integer" in result.stderr
+    assert "gpu.count: Input should be a valid integer" in result.stderr
     assert "help: expected type: a valid integer" in result.stderr
+
+
+def test_invalid_model_outside_a_service_call(run_cli: RunCli, rendered: Path) -> None:
+    source = (
+        "from obs_iac import GpuFleet\n\n"
+        'fleet = GpuFleet(model="A100", count=0, driver_version="535.129.03")\n'
+    )
+    result = render_bad(run_cli, rendered, source)
+    assert f"{BAD}:3:" in result.stderr
+    assert "GpuFleet.count: Input should be greater than or equal to 1" in result.stderr
+
+
+def test_unknown_gpu_model(run_cli: RunCli, rendered: Path) -> None:
+    gpu = 'GpuFleet(model="RTX-9090", count=8, driver_version="535.129.03")'
+    source = blueprint_source(gpu=gpu)
+    result = render_bad(run_cli, rendered, source)
+    assert f"{BAD}:{line_of(source, 'RTX-9090')}:" in result.stderr
+    assert "gpu.model: unknown GPU model 'RTX-9090'" in result.stderr
+
+
+def test_no_service_declared(run_cli: RunCli, gitops: Path) -> None:
+    for blueprint in (gitops / "blueprints").glob("*.py"):
+        blueprint.unlink()
+    result = run_cli(["render"], gitops)
+    assert result.exit_code == 2
+    assert "error[blueprint/none]: no service is declared under blueprints/" in result.stderr
+    assert not (gitops / "generated").exists()
 
 
 def test_wrong_type_of_core_field(run_cli: RunCli, rendered: Path) -> None:
@@ -215,6 +242,27 @@ def test_blueprint_that_raises(run_cli: RunCli, rendered: Path) -> None:
     result = render_bad(run_cli, rendered, source)
     assert f"{BAD}:{line_of(source, 'raise')}:" in result.stderr
     assert "the blueprint raised RuntimeError: boom" in result.stderr
+
+
+@pytest.mark.parametrize("code", ["0", "1", '"bye"'])
+def test_blueprint_that_exits(run_cli: RunCli, rendered: Path, code: str) -> None:
+    """sys.exit(0) in a blueprint must not end obs-iac with success and nothing checked."""
+    source = "import sys\n\n" + blueprint_source() + f"sys.exit({code})\n"
+    result = render_bad(run_cli, rendered, source)
+    assert f"{BAD}:{line_of(source, 'sys.exit')}:" in result.stderr
+    assert "the blueprint called exit(" in result.stderr
+    check = run_cli(["render", "--check"], rendered)
+    assert check.exit_code == 2
+
+
+def test_blueprint_that_is_not_utf8(run_cli: RunCli, rendered: Path) -> None:
+    before = tree_digest(rendered / "generated")
+    (rendered / BAD).write_bytes(b"# caf\xe9\nx = 1\n")
+    result = run_cli(["render"], rendered)
+    assert result.exit_code == 2
+    assert f"{BAD}: error[blueprint/unreadable]" in result.stderr
+    assert "Traceback" not in result.output
+    assert tree_digest(rendered / "generated") == before
 
 
 @pytest.mark.parametrize(

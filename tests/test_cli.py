@@ -182,3 +182,35 @@ def test_render_then_check_through_the_console_script(
     stale = run_subprocess(["render", "--check"], gitops)
     assert stale.exit_code == 1
     assert "would change: prometheus/rules/recomm-v2.rules.yml" in stale.stderr
+
+
+class _EscapingGenerator(plugins.Generator):
+    name: ClassVar[str] = "escaping"
+
+    def generate(self, plan: Any, ctx: plugins.GeneratorContext) -> Iterator[Any]:
+        from obs_iac.render.artifact import Artifact
+
+        yield Artifact("../outside.yml", "text", "x", self.name, ())
+        yield Artifact("prometheus/rules/recomm-v2.rules.yml", "text", "x", self.name, ())
+
+
+def test_generator_paths_cannot_escape_or_collide(
+    run_cli: RunCli, gitops: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = plugins.discover
+    monkeypatch.setattr(
+        pipeline,
+        "discover",
+        lambda repo=None: real(
+            repo, extra={plugins.GENERATORS: [("escaping", _EscapingGenerator())]}
+        ),
+    )
+    result = run_cli(["render"], gitops)
+    assert result.exit_code == 3, result.output
+    assert "error[plugin/bad-path]: generator 'escaping' returned the path '../outside.yml'" in (
+        result.stderr
+    )
+    assert "error[plugin/path-conflict]" in result.stderr
+    assert "Traceback" not in result.output
+    assert not (gitops / "outside.yml").exists()
+    assert not (gitops / "generated").exists()

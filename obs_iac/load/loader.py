@@ -117,6 +117,27 @@ def _hint(err: Any) -> str:
     return "`obs-iac schema` describes every field, with its type and pattern"
 
 
+def _keyword_path(tree: ast.AST, line: int) -> tuple[str, ...]:
+    """The keywords leading to the model built on ``line``: a GpuFleet passed as
+    ``service(gpu=GpuFleet(...))`` reports its fields as ``gpu.<field>``."""
+    call = find_call(tree, line)
+    if call is None:
+        return ()
+    parents: dict[ast.AST, ast.AST] = {
+        child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
+    }
+    path: list[str] = []
+    node: ast.AST = call
+    while node in parents:
+        parent = parents[node]
+        if isinstance(parent, ast.keyword) and parent.arg is not None:
+            path.append(parent.arg)
+        elif not isinstance(parent, ast.Call):
+            break
+        node = parent
+    return tuple(reversed(path))
+
+
 def _user_frame_line(exc: BaseException, filename: str) -> int | None:
     line = None
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
@@ -166,7 +187,20 @@ def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) ->
             exec(code, namespace)
         except ValidationError as exc:
             line = _user_frame_line(exc, str(path)) or 1
-            problems.extend(validation_diagnostics(exc, rel, tree, line))
+            prefix = _keyword_path(tree, line) or (str(exc.title),)
+            problems.extend(validation_diagnostics(exc, rel, tree, line, prefix=prefix))
+        except SystemExit as exc:
+            # Not an Exception: left alone it would end obs-iac itself, with the
+            # blueprint's exit code and nothing rendered or checked.
+            problems.append(
+                Diagnostic(
+                    "blueprint/error",
+                    Severity.ERROR,
+                    f"the blueprint called exit({exc.code!r})",
+                    hint="a blueprint should only declare services; remove the exit call",
+                    location=Location(rel, _user_frame_line(exc, str(path))),
+                )
+            )
         except Exception as exc:
             problems.append(
                 Diagnostic(
