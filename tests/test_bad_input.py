@@ -291,6 +291,36 @@ def test_invalid_repo_config(run_cli: RunCli, rendered: Path, config: str, expec
     assert not (rendered.parent / "elsewhere").exists()
 
 
+def test_several_mistakes_are_reported_together_in_source_order(
+    run_cli: RunCli, rendered: Path
+) -> None:
+    gpu = (
+        'GpuFleet(model="A100-SXM4-80GB", count=8, driver_version="535.129.03",\n'
+        '        extra_fields=("DCGM_FI_NOPE", "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_ALSO_NOPE"))'
+    )
+    render_bad(run_cli, rendered, blueprint_source(gpu=gpu))
+    diags = diagnostics_json(run_cli, rendered)
+    assert [d["object_path"][-1] for d in diags] == [
+        "extra_fields[0]",
+        "extra_fields[1]",
+        "extra_fields[2]",
+    ]
+    columns = [d["location"]["column"] for d in diags]
+    assert columns == sorted(columns)
+
+
+def test_obs_iac_toml_with_broken_syntax(run_cli: RunCli, rendered: Path) -> None:
+    before = tree_digest(rendered / "generated")
+    (rendered / "obs-iac.toml").write_text('blueprints = "blueprints"\nnaming = \n')
+    result = run_cli(["render"], rendered)
+    assert result.exit_code == 2
+    assert "obs-iac.toml:2:10: error[config/syntax]: obs-iac.toml is not valid TOML" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.output
+    assert tree_digest(rendered / "generated") == before
+
+
 def test_bad_input_through_the_console_script(run_subprocess: Any, rendered: Path) -> None:
     """The exit code as a shell sees it, not as CliRunner reports it."""
     before = tree_digest(rendered / "generated")
