@@ -13,14 +13,30 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import PYPROJECT, RunCli, tree_bytes
+from tests.conftest import PYPROJECT, REPO, RunCli, tree_bytes
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "blueprints").is_dir())
 UPDATE = os.environ.get("OBS_IAC_UPDATE_GOLDEN") == "1"
 
 
+def _python_files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*.py")}
+
+
+def test_examples_case_is_a_copy_of_the_repo_blueprints() -> None:
+    copy = GOLDEN / "examples" / "blueprints"
+    if UPDATE:
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(REPO / "blueprints", copy)
+    assert _python_files(copy) == _python_files(REPO / "blueprints"), (
+        "blueprints/ changed; run `make golden` to refresh tests/golden/examples"
+    )
+
+
 def _render_case(case: str, tmp_path: Path, run_cli: RunCli) -> Path:
+    if case == "examples" and UPDATE:
+        test_examples_case_is_a_copy_of_the_repo_blueprints()
     src = GOLDEN / case
     repo = tmp_path / case
     shutil.copytree(src / "blueprints", repo / "blueprints")
