@@ -186,6 +186,11 @@ def panel_json(
     targets = [_target(q, e, names, instant) for q, e in zip(panel.queries, exprs, strict=True)]
     data = _clean(_to_data(_panel_object(panel, targets, ds, pid, grid)))
     data = _strip_panel(data)
+    for target in data.get("targets", []):
+        if target["datasource"]["type"] == "loki":
+            # Loki queries have no "format"; they say range or instant by queryType.
+            target.pop("format", None)
+            target["queryType"] = "instant" if target.pop("instant", False) else "range"
     # The IR's unit is authoritative and every panel carries one.
     defaults = data.setdefault("fieldConfig", {}).setdefault("defaults", {})
     defaults["unit"] = panel.unit
