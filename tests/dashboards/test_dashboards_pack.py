@@ -75,3 +75,25 @@ def test_unknown_override_field_is_rejected(tmp_path: Path) -> None:
     code, out = render(root)
     assert code == 2, out
     assert "colour" in out
+
+
+def test_pack_reports_duplicate_keys_across_packs(tmp_path: Path) -> None:
+    from helpers import panel, row
+
+    from obs_iac.load import load_blueprints
+    from obs_iac.packs.dashboards import DashboardsPack
+    from obs_iac.plan.compile import validate_services
+    from obs_iac.plugins import Contribution, discover
+
+    root = repo(tmp_path, "{}")
+    (svc,) = validate_services(load_blueprints(root, "blueprints"), discover())
+    draft = Contribution(
+        dashboard_rows=[
+            row("demo", "hardware", panel("gpu-utilization", "vector(1)"), pack="gpu"),
+            row("demo", "framework", panel("gpu-utilization", "vector(2)"), pack="pytorch"),
+        ]
+    )
+    (diag,) = DashboardsPack().finalize(svc, draft, None).diagnostics  # type: ignore[arg-type]
+    assert diag.code == "dashboard/duplicate-panel-key"
+    assert "gpu, pytorch" in diag.message
+    assert diag.location is not None and diag.location.file.endswith("demo.py")

@@ -20,7 +20,7 @@ from xml.sax.saxutils import escape
 COLUMN_PX = 40
 UNIT_PX = 30
 MARGIN = 16
-HEADER = 48
+HEADER = 58
 GAP = 4
 ROW_FILL = "#d0d4da"
 BACKGROUND = "#ffffff"
@@ -75,6 +75,12 @@ def render_svg(board: dict[str, Any]) -> str:
         )
         + "</text>",
     ]
+    links = [str(link.get("title", "")) for link in board.get("links") or []]
+    if links:
+        out.append(
+            f'<text x="{MARGIN}" y="{MARGIN + 50}" font-size="11" fill="#555">'
+            f"{escape(_short('links: ' + ' | '.join(links), width - 2 * MARGIN))}</text>"
+        )
     index = 0
     for panel in panels_in_order(board):
         grid = panel.get("gridPos") or {}
