@@ -45,3 +45,21 @@ def test_structurally_wrong_json_does_not_decode(boards: dict[str, dict]) -> Non
     del board["panels"][1]["type"]
     with pytest.raises(KeyError):
         decode(board)
+
+
+@pytest.mark.parametrize(
+    "kind", ["timeseries", "stat", "table", "logs", "bargauge", "gauge", "heatmap"]
+)
+def test_every_panel_kind_round_trips(kind: str, rendered: Render) -> None:
+    from helpers import panel, row
+
+    plan = rendered.plan
+    svc = plan.service("recomm-v2")
+    ds = "loki" if kind == "logs" else "prometheus"
+    expr = '{business_sla_id="recomm_v2"}' if ds == "loki" else "vector(1)"
+    rows = [row(svc.name, "business", panel("p", expr, kind=kind, ds=ds, unit="percentunit"))]
+    board = service_dashboard(plan, svc, rows, LabelNaming(), GrafanaDashboardsConfig())
+    (content,) = [p for p in board["panels"] if p["type"] != "row"]
+    assert content["type"] == kind
+    assert content["fieldConfig"]["defaults"]["unit"] == "percentunit"
+    assert lost_keys(board) == []

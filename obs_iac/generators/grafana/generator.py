@@ -87,7 +87,7 @@ FLEET_UID = stable_uid("obs-iac", "fleet-overview")
 
 
 def _clean(value: Any) -> Any:
-    """Drops nulls recursively (Grafana fills defaults) and grafanalib's legacy keys."""
+    """Drops nulls recursively: Grafana fills its own defaults for absent keys."""
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
@@ -157,17 +157,40 @@ def _panel_object(
     }
     if panel.kind == "timeseries":
         return G.TimeSeries(unit=panel.unit, **common)
-    if panel.kind == "stat":
-        return G.Stat(format=panel.unit, reduceCalc="lastNotNull", **common)
+    if panel.kind in ("stat", "bargauge", "gauge"):
+        # grafanalib's BarGauge/GaugePanel write the pre-v7 options; its Stat writes the
+        # modern fieldConfig, so the three share it and differ only in options (below).
+        return G.Stat(format=panel.unit, reduceCalc="lastNotNull", thresholds=[], **common)
     if panel.kind == "table":
         return G.Table(unit=panel.unit, **common)
     if panel.kind == "logs":
         return G.Logs(showTime=True, wrapLogMessages=True, enableLogDetails=True, **common)
-    if panel.kind == "bargauge":
-        return G.BarGauge(format=panel.unit, calc="lastNotNull", max=None, min=None, **common)
-    if panel.kind == "gauge":
-        return G.GaugePanel(format=panel.unit, calc="lastNotNull", **common)
-    return G.Heatmap(**common)
+    # heatmap: grafanalib's Heatmap is the legacy (pre-v9) panel; start from a time
+    # series and give it the current heatmap options.
+    return G.TimeSeries(unit=panel.unit, **common)
+
+
+_REDUCE = {"calcs": ["lastNotNull"], "fields": "", "values": False}
+_MODERN_OPTIONS: dict[str, dict[str, Any]] = {
+    "bargauge": {
+        "displayMode": "gradient",
+        "orientation": "horizontal",
+        "reduceOptions": _REDUCE,
+        "showUnfilled": True,
+    },
+    "gauge": {
+        "orientation": "auto",
+        "reduceOptions": _REDUCE,
+        "showThresholdLabels": False,
+        "showThresholdMarkers": True,
+    },
+    "heatmap": {
+        "calculate": False,
+        "cellGap": 1,
+        "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
+        "yAxis": {"axisPlacement": "left"},
+    },
+}
 
 
 def panel_json(
@@ -191,6 +214,11 @@ def panel_json(
             # Loki queries have no "format"; they say range or instant by queryType.
             target.pop("format", None)
             target["queryType"] = "instant" if target.pop("instant", False) else "range"
+    if panel.kind in _MODERN_OPTIONS:
+        data["type"] = panel.kind
+        data["options"] = json.loads(json.dumps(_MODERN_OPTIONS[panel.kind]))
+        if panel.kind == "heatmap":
+            data["fieldConfig"]["defaults"]["custom"] = {}
     # The IR's unit is authoritative and every panel carries one.
     defaults = data.setdefault("fieldConfig", {}).setdefault("defaults", {})
     defaults["unit"] = panel.unit
@@ -467,9 +495,7 @@ def service_dashboard(
     ):
         if var not in used:
             continue
-        carrier = next(
-            (m for m in seed if naming.prom(label_key) in (plan.metric(m) or _NO).labels), None
-        )
+        carrier = next((m for m in seed if _has_label(plan, m, naming.prom(label_key))), None)
         if carrier is None:
             continue
         values_query = (
@@ -517,11 +543,9 @@ def service_dashboard(
     )
 
 
-class _NoMetric:
-    labels: tuple[str, ...] = ()
-
-
-_NO = _NoMetric()
+def _has_label(plan: Plan, metric: str, label: str) -> bool:
+    spec = plan.metric(metric)
+    return spec is not None and label in spec.labels
 
 
 def _check_parses(expr: str, original: str, svc: ServicePlan, key: str) -> None:
