@@ -216,3 +216,37 @@ def test_output_is_deterministic(rendered: Render) -> None:
     assert dash and dash == {k: v for k, v in again.files.items() if "grafana" in k}
     art = next(a for a in rendered.artifacts if a.path.endswith(f"{FLEET_UID}.json"))
     assert serialize(art) == rendered.files[art.path]
+
+
+def test_configmap_over_the_limit_is_an_input_error(
+    rendered: Render, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from obs_iac.generators.grafana import generator as gen
+
+    monkeypatch.setattr(gen, "CONFIGMAP_LIMIT", 1000)
+    board = fleet_dashboard(rendered.plan, NAMING, SETTINGS)
+    with pytest.raises(InputError) as err:
+        list(gen.GrafanaDashboardsGenerator()._artifacts([(board, ("b.py",))], SETTINGS))
+    (diag,) = err.value.diagnostics
+    assert diag.code == "dashboard/too-large"
+    assert diag.location is not None and diag.location.file == "b.py"
+
+
+def test_utf8_naming_quotes_labels_and_keeps_variable_names() -> None:
+    from conftest import REPO
+
+    from obs_iac.config import RepoConfig
+    from obs_iac.pipeline import open_workspace, render
+    from obs_iac.promql import parse
+
+    result = render(open_workspace(REPO, config=RepoConfig(naming="utf8")))
+    board = next(a.data for a in result.artifacts if a.path.endswith("obs-iac-recomm-v2.json"))
+    exprs = [t["expr"] for p in content_panels(board) for t in p["targets"]]
+    assert '"resource.gpu.id"=~"$resource_gpu_id"' in exprs[0]
+    for expr in exprs:
+        parse(expr)
+    assert [v["name"] for v in board["templating"]["list"]] == [
+        "ds_prometheus",
+        "business_sla_id",
+        "resource_gpu_id",
+    ]
