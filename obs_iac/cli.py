@@ -194,6 +194,7 @@ def plugins(fmt: str) -> None:
             "distribution": p.distribution,
             "version": p.version,
             "entry_point": p.entry_point,
+            "description": str(getattr(p.obj, "description", "")),
         }
         for p in found.all()
     ]
@@ -220,6 +221,25 @@ def fields(pattern: str, exporter: str | None) -> None:
         click.echo(
             f"{field.name:<52} {field.field_id:>5} {field.prometheus_type:<8} {field.status}"
         )
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(["pack", "generator", "lint-rule"]))
+@click.argument("name")
+@click.option(
+    "--dir",
+    "parent",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    help="Where to create obs-iac-NAME/.",
+)
+@guarded
+def new(kind: str, name: str, parent: Path) -> None:
+    """Scaffold a plugin package (pack, generator or lint rule) with a passing test."""
+    from obs_iac.scaffold import scaffold
+
+    target = scaffold(kind, name, parent)
+    click.echo(f"created {target}; next: pip install -e {target} && pytest {target}/tests")
 
 
 @main.command()

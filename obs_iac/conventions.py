@@ -29,12 +29,12 @@ def prometheus_rule_crd(service: str) -> str:
     return f"kubernetes/prometheusrules/{service}.yaml"
 
 
-def metric_relabel_file(service: str) -> str:
-    return f"prometheus/relabel/{service}.metric_relabel_configs.yml"
+def metric_relabel_file(variant: str) -> str:
+    return f"prometheus/relabel/{variant}.metric_relabel_configs.yml"
 
 
-def servicemonitor_relabel_file(service: str) -> str:
-    return f"kubernetes/servicemonitor-relabelings/{service}.yaml"
+def servicemonitor_relabel_file(variant: str) -> str:
+    return f"kubernetes/servicemonitor-relabelings/{variant}.yaml"
 
 
 def collectors_csv(service: str) -> str:

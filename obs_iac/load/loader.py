@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from obs_iac.blueprint.locate import find_call, locate
 from obs_iac.blueprint.registry import Registration, collecting, stop_collecting
-from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
+from obs_iac.diagnostics import Diagnostic, Location, Severity
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,9 @@ class BlueprintFile:
 class LoadedBlueprints:
     files: tuple[BlueprintFile, ...]
     registrations: tuple[Registration, ...]
+    # Files that failed to run; validation still checks every other file, so one run
+    # reports every mistake in the repository.
+    problems: tuple[Diagnostic, ...] = ()
 
     def tree(self, path: str) -> ast.Module | None:
         for f in self.files:
@@ -88,6 +91,28 @@ def validation_diagnostics(
             )
         )
     return diags
+
+
+def enclosing_keywords(tree: ast.AST, line: int) -> tuple[str | int, ...]:
+    """For a model built inline (``gpu=GpuFleet(...)``), the keyword path from the
+    outermost call down to it, so errors say ``gpu.count`` and not just ``count``."""
+    inner = find_call(tree, line)
+    if inner is None:
+        return ()
+    parents: dict[int, tuple[ast.AST, str | None]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                parents[id(kw.value)] = (node, kw.arg)
+    path: list[str | int] = []
+    current: ast.AST = inner
+    while id(current) in parents:
+        parent, arg = parents[id(current)]
+        if arg is None:
+            break
+        path.append(arg)
+        current = parent
+    return tuple(reversed(path))
 
 
 def _message(err: Any) -> str:
@@ -166,7 +191,8 @@ def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) ->
             exec(code, namespace)
         except ValidationError as exc:
             line = _user_frame_line(exc, str(path)) or 1
-            problems.extend(validation_diagnostics(exc, rel, tree, line))
+            prefix = enclosing_keywords(tree, line)
+            problems.extend(validation_diagnostics(exc, rel, tree, line, prefix=prefix))
         except Exception as exc:
             problems.append(
                 Diagnostic(
@@ -184,6 +210,4 @@ def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) ->
             registrations.append(
                 Registration(fields=reg.fields, file=rel, line=reg.line, column=reg.column)
             )
-    if problems:
-        raise InputError(problems)
-    return LoadedBlueprints(tuple(loaded), tuple(registrations))
+    return LoadedBlueprints(tuple(loaded), tuple(registrations), tuple(problems))

@@ -85,7 +85,7 @@ def _section_owners(
 
 def validate_services(loaded: LoadedBlueprints, plugins: PluginSet) -> list[ServiceBlueprint]:
     owners = _section_owners(plugins.packs)
-    problems: list[Diagnostic] = []
+    problems: list[Diagnostic] = list(loaded.problems)
     services: list[ServiceBlueprint] = []
     for reg in loaded.registrations:
         result = _validate_one(reg, loaded, owners, problems)
@@ -233,6 +233,8 @@ def expand_service(
                 ]
             ) from exc
         total.extend(part)
+    if any(d.severity is Severity.ERROR for d in total.diagnostics):
+        return total  # finalize hooks may rely on what expand validated
     for pack in plugins.packs:
         finalize = getattr(pack.obj, "finalize", None)
         if finalize is not None:

@@ -12,6 +12,7 @@ The pack's own rules only ever use canonical labels.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import ClassVar
 
 from pydantic import BaseModel
@@ -88,11 +89,17 @@ def host_label(fleet: GpuFleet) -> str:
 
 def native_labels(fleet: GpuFleet) -> tuple[str, ...]:
     """Labels dcgm-exporter (and the scrape) put on GPU metrics for this fleet."""
-    labels = {"gpu", "UUID", "device", "modelName", host_label(fleet), "job", "instance"}
-    if version_tuple(fleet.dcgm_exporter_version.split("-")[1]) >= (3, 5, 0):
+    return _native_labels(fleet.exporter_version, fleet.honor_labels)
+
+
+@cache
+def _native_labels(exporter_version: str, honor_labels: bool) -> tuple[str, ...]:
+    host = "Hostname" if version_tuple(exporter_version) <= LAST_CAPITAL_HOSTNAME else "hostname"
+    labels = {"gpu", "UUID", "device", "modelName", host, "job", "instance"}
+    if version_tuple(exporter_version) >= (3, 5, 0):
         labels.add("pci_bus_id")
     workload = ("pod", "namespace", "container")
-    if fleet.honor_labels:
+    if honor_labels:
         labels.update(workload)
     else:
         # honorLabels: false renames the exporter's workload labels, and pod/namespace/
@@ -109,8 +116,15 @@ def canonical_labels(naming: LabelNaming) -> tuple[str, ...]:
 
 
 def field_labels(name: str, fleet: GpuFleet, naming: LabelNaming) -> tuple[str, ...]:
-    labels = set(native_labels(fleet)) | set(canonical_labels(naming))
-    if name == XID and version_tuple(fleet.exporter_version) >= (3, 4, 0):
+    return _field_labels(name, fleet.exporter_version, fleet.honor_labels, naming)
+
+
+@cache
+def _field_labels(
+    name: str, exporter_version: str, honor_labels: bool, naming: LabelNaming
+) -> tuple[str, ...]:
+    labels = set(_native_labels(exporter_version, honor_labels)) | set(canonical_labels(naming))
+    if name == XID and version_tuple(exporter_version) >= (3, 4, 0):
         labels.update(("err_code", "err_msg"))
     if name == "DCGM_EXP_XID_ERRORS_COUNT":
         labels.update(("window_size_in_ms", "xid"))
