@@ -61,6 +61,21 @@ def runbook_url(base: str, alert: str) -> str:
     return f"{base}/{alert}"
 
 
+GRAFANA_PROVISIONING = "grafana/provisioning/dashboards.yaml"
+
+
+def grafana_dashboard(uid: str) -> str:
+    return f"grafana/dashboards/{uid}.json"
+
+
+def grafana_dashboard_configmap_file(uid: str) -> str:
+    return f"kubernetes/grafana-dashboards/{uid}.yaml"
+
+
+def grafana_dashboard_configmap(uid: str) -> str:
+    return f"grafana-dashboard-{uid}"
+
+
 def is_safe_relative(path: str) -> bool:
     """An artifact path must stay inside the output folder."""
     pure = PurePosixPath(path)
