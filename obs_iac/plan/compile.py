@@ -161,7 +161,13 @@ def _validate_one(
         except ValidationError as exc:
             problems.extend(
                 validation_diagnostics(
-                    exc, reg.file, tree, reg.line, prefix=(key,), object_path=(name,)
+                    exc,
+                    reg.file,
+                    tree,
+                    reg.line,
+                    prefix=(key,),
+                    prefix_in_call=True,
+                    object_path=(name,),
                 )
             )
             ok = False
