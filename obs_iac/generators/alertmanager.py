@@ -333,9 +333,11 @@ class InhibitMatrixGenerator(Generator):
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         index = AlertIndex.of_plan(plan)
         lines = [
-            "<!-- " + conventions.HEADER.format(
+            "<!-- "
+            + conventions.HEADER.format(
                 source=", ".join(_all_sources(plan)) or "the repository's blueprints"
-            ) + " -->",
+            )
+            + " -->",
             "",
             "# Alertmanager inhibit matrix",
             "",
@@ -364,9 +366,7 @@ class InhibitMatrixGenerator(Generator):
                 lines.append("| source \\ target | " + " | ".join(c[1] for c in cols) + " |")
                 lines.append("|---" * (len(cols) + 1) + "|")
                 for row in rows:
-                    cells = [
-                        _cell(pairs[row.key][c]) if c in pairs[row.key] else "" for c in cols
-                    ]
+                    cells = [_cell(pairs[row.key][c]) if c in pairs[row.key] else "" for c in cols]
                     lines.append(f"| **{row.name}** | " + " | ".join(cells) + " |")
                 lines.append("")
             else:
@@ -380,10 +380,10 @@ class InhibitMatrixGenerator(Generator):
                     "|---|---|---|---|---|---|",
                 ]
                 for e in edges:
-                    src = "<br>".join(f"`{_md(render(m))}`" for m in e.source_matchers)
-                    dst = "<br>".join(f"`{_md(render(m))}`" for m in e.target_matchers)
+                    src_md = "<br>".join(f"`{_md(render(m))}`" for m in e.source_matchers)
+                    dst_md = "<br>".join(f"`{_md(render(m))}`" for m in e.target_matchers)
                     lines.append(
-                        f"| `{e.name}` | {e.pack} | {src} | {dst} | {_cell(e.equal)} | "
+                        f"| `{e.name}` | {e.pack} | {src_md} | {dst_md} | {_cell(e.equal)} | "
                         f"{_md(e.reason)} |"
                     )
                 lines.append("")

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from obs_iac import conventions
 from obs_iac.diagnostics import Diagnostic, Severity
-from obs_iac.labels import GPU_ID, HOST, SLA_ID, KEYS_BY_NAME, LabelNaming, NamingStrategy
+from obs_iac.labels import GPU_ID, HOST, KEYS_BY_NAME, SLA_ID, LabelNaming, NamingStrategy
 from obs_iac.packs.gpu import GPU_TEMP, template_label
 from obs_iac.packs.inhibit.analysis import AlertIndex
 from obs_iac.packs.inhibit.matchers import (
@@ -142,7 +142,9 @@ class InhibitPack(Pack):
         return out
 
 
-def _scoped(service: str, names: Sequence[str], extra: Sequence[Matcher] = ()) -> tuple[Matcher, ...]:
+def _scoped(
+    service: str, names: Sequence[str], extra: Sequence[Matcher] = ()
+) -> tuple[Matcher, ...]:
     alert = alternation(names)
     head = [alert] if alert is not None else []
     return (*head, *extra, Matcher(name="service", value=service))
@@ -153,15 +155,22 @@ def builtin_edges(
 ) -> list[InhibitEdge]:
     """The GPU edges, limited to the alerts this service actually has."""
     gpu = sorted(
-        {r.alert for g in draft.rule_groups if g.service == service.name and g.pack == "gpu"
-         for r in g.rules if isinstance(r, AlertRule)}
+        {
+            r.alert
+            for g in draft.rule_groups
+            if g.service == service.name and g.pack == "gpu"
+            for r in g.rules
+            if isinstance(r, AlertRule)
+        }
     )
     names = {a.alert for a in draft.alerts()}
     per_gpu = (naming.prom(SLA_ID), naming.prom(HOST), naming.prom(GPU_ID))
     per_host = (naming.prom(SLA_ID), naming.prom(HOST))
     edges: list[InhibitEdge] = []
 
-    def edge(name: str, reason: str, src: Sequence[str], dst: Sequence[str], eq: Sequence[str]) -> None:
+    def edge(
+        name: str, reason: str, src: Sequence[str], dst: Sequence[str], eq: Sequence[str]
+    ) -> None:
         if not src or not dst:
             return
         edges.append(
@@ -291,7 +300,9 @@ class _Editor:
     def __init__(self, service: ServiceBlueprint, draft: Contribution, naming: LabelNaming):
         self.service = service
         self.naming = naming
-        self.index = AlertIndex(draft.metrics, [g for g in draft.rule_groups if g.service == service.name])
+        self.index = AlertIndex(
+            draft.metrics, [g for g in draft.rule_groups if g.service == service.name]
+        )
         self.alert_names = sorted(self.index.names)
         labels: set[str] = {"alertname"}
         for alert in self.index.alerts:
@@ -394,8 +405,8 @@ class _Editor:
             except MatcherSyntaxError as exc:
                 self._error(f"{side}_matchers[{j}]: {exc}", 'e.g. layer="hardware"', where)
                 continue
-            name = self._label(matcher.name, where, f"{side}_matchers[{j}]")
-            if name is None:
+            spelled = self._label(matcher.name, where, f"{side}_matchers[{j}]")
+            if spelled is None:
                 continue
             if matcher.op in ("=~", "!~"):
                 err = regex_error(matcher.value)
@@ -406,7 +417,7 @@ class _Editor:
                         where,
                     )
                     continue
-            if name == "service":
+            if spelled == "service":
                 self._error(
                     f"{side}_matchers[{j}]: edges are always scoped to service "
                     f"{self.service.name!r}; a service matcher is not allowed",
@@ -414,7 +425,7 @@ class _Editor:
                     where,
                 )
                 continue
-            parsed.append(matcher.model_copy(update={"name": name}))
+            parsed.append(matcher.model_copy(update={"name": spelled}))
         return _scoped(self.service.name, alerts, parsed)
 
     def _label(self, name: str, where: Sequence[str | int], what: str) -> str | None:
@@ -434,8 +445,7 @@ class _Editor:
         if spelled not in self.known_labels:
             close = difflib.get_close_matches(spelled, sorted(self.known_labels), n=3)
             self._error(
-                f"{what}: no alert of service {self.service.name!r} carries a label "
-                f"{spelled!r}",
+                f"{what}: no alert of service {self.service.name!r} carries a label {spelled!r}",
                 (f"did you mean {', '.join(repr(c) for c in close)}? " if close else "")
                 + "an absent label matches as the empty value, so such an edge would "
                 "inhibit far more than intended",

@@ -232,6 +232,4 @@ class AlertIndex:
 
     def pairs(self, edge: InhibitEdge) -> list[tuple[AlertInfo, AlertInfo]]:
         """(source, target) alert pairs the edge can connect, self-pairs excluded."""
-        return [
-            (s, t) for s in self.sources(edge) for t in self.targets(edge) if s.key != t.key
-        ]
+        return [(s, t) for s in self.sources(edge) for t in self.targets(edge) if s.key != t.key]

@@ -42,12 +42,12 @@ def parse_matcher(text: str) -> Matcher:
     match = _MATCHER.match(text)
     if match is None:
         raise MatcherSyntaxError(
-            f"{text!r} is not a matcher; write label=\"value\" with one of = != =~ !~"
+            f'{text!r} is not a matcher; write label="value" with one of = != =~ !~'
         )
     op = match.group("op")
     value = _unquote(match.group("value"))
     name = _unquote(match.group("name"))
-    return Matcher(name=name, op=op, value=value)  # type: ignore[arg-type]
+    return Matcher(name=name, op=op, value=value)
 
 
 def regex_error(pattern: str) -> str | None:

@@ -18,7 +18,8 @@ class EdgeSpec(BlueprintModel):
     source_alerts: tuple[str, ...] = Field(min_length=1, description="Alert names that inhibit.")
     target_alerts: tuple[str, ...] = Field(min_length=1, description="Alert names to mute.")
     source_matchers: tuple[str, ...] = Field(
-        default=(), description='Extra Alertmanager matchers on the source side, e.g. \'layer="hardware"\'.'
+        default=(),
+        description="Extra Alertmanager matchers on the source side, e.g. 'layer=\"hardware\"'.",
     )
     target_matchers: tuple[str, ...] = Field(
         default=(), description="Extra Alertmanager matchers on the target side."
