@@ -8,21 +8,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
-from inhibit_support import (
-    MINIMAL,
-    ROOT,
-    amtool_check,
-    config_with_rules,
-    example_render,
-    running_alertmanager,
-    text_of,
-)
 
 from obs_iac import conventions
 from obs_iac.labels import CANONICAL_KEYS
 from obs_iac.packs.inhibit.analysis import AlertIndex, AlertInfo
 from obs_iac.pipeline import open_workspace, render
+from tests.inhibit_support import (
+    MINIMAL,
+    ROOT,
+    amtool_check,
+    config_with_rules,
+    example_render,
+    require_tool,
+    running_alertmanager,
+    text_of,
+)
 
 # Realistic values for labels a DCGM-derived alert carries; canonical keys use their
 # catalogue examples. Anything else gets "<label>-value" (still a non-empty value).
@@ -176,3 +178,45 @@ def test_every_edge_inhibits_in_a_real_alertmanager() -> None:
                 assert status["state"] == "active", (name, why)
     assert len(cases) >= len(result.plan.inhibit_edges)
     assert time.monotonic() - started < 30
+
+
+def test_an_alert_on_both_sides_is_not_inhibited_by_its_own_kind() -> None:
+    """The premise of inhibit/self-inhibition, checked on the real Alertmanager: two
+    GpuTemperatureHigh alerts on one host match both sides and do not mute each other,
+    while a target-only alert with the same host is muted."""
+    config = {
+        **MINIMAL,
+        "inhibit_rules": [
+            {
+                "source_matchers": ['alertname=~"GpuTemperatureHigh|GpuXidError"'],
+                "target_matchers": ['alertname=~"GpuTemperatureHigh|GpuUtilizationLow"'],
+                "equal": ["host_name"],
+            }
+        ],
+    }
+    hot = [
+        {"alertname": "GpuTemperatureHigh", "host_name": "n1", "resource_gpu_id": f"nvidia{i}"}
+        for i in (0, 1)
+    ]
+    low = {"alertname": "GpuUtilizationLow", "host_name": "n1", "resource_gpu_id": "nvidia2"}
+    with running_alertmanager(config) as am:
+        am.post([_alert(x) for x in (*hot, low)])
+        deadline = time.monotonic() + 10
+        while True:
+            state = {a["labels"]["resource_gpu_id"]: a["status"] for a in am.alerts()}
+            if state.get("nvidia2", {}).get("inhibitedBy") or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert state["nvidia2"]["inhibitedBy"], "the target-only alert must be muted"
+        assert state["nvidia0"]["inhibitedBy"] == []
+        assert state["nvidia1"]["inhibitedBy"] == []
+
+
+def test_missing_binary_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="not installed"):
+        require_tool("prometheus-alertmanager", "alertmanager")
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception):
+        require_tool("amtool")

@@ -4,7 +4,6 @@ mistake per rule is reported (bad case)."""
 from __future__ import annotations
 
 import pytest
-from inhibit_support import example_render
 
 from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.labels import LabelNaming
@@ -13,6 +12,7 @@ from obs_iac.packs.inhibit.analysis import AlertIndex, LabelFlow
 from obs_iac.packs.inhibit.matchers import parse_matcher, provably_disjoint
 from obs_iac.plan.model import InhibitEdge, Matcher, MetricSpec, MetricType, Plan
 from obs_iac.plugins import LintContext, LintRule, NoConfig
+from tests.inhibit_support import example_render
 
 SVC = "recomm-v2"
 

@@ -19,6 +19,7 @@ from obs_iac import conventions
 from obs_iac.config import version_tuple
 from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
 from obs_iac.generators.common import sources_of
+from obs_iac.labels import is_classic_label_name
 from obs_iac.packs.inhibit.analysis import AlertIndex, AlertInfo
 from obs_iac.packs.inhibit.matchers import render
 from obs_iac.plan.model import InhibitEdge, Plan
@@ -27,6 +28,7 @@ from obs_iac.render.artifact import Artifact
 from obs_iac.render.serialize import dump_yaml
 
 NAMES_SINCE = (0, 30)
+UTF8_SINCE = (0, 27)  # the UTF-8 matcher parser; older releases reject dotted label names
 CRITICAL = ("critical", "page")
 
 
@@ -97,6 +99,7 @@ class AlertmanagerGenerator(Generator):
         settings = ctx.settings
         assert isinstance(settings, AlertmanagerConfig)
         named = with_names(ctx)
+        _check_label_names(plan, ctx)
         sources = _all_sources(plan)
         text = _header(plan) + "inhibit_rules:"
         if not plan.inhibit_edges:
@@ -115,6 +118,37 @@ class AlertmanagerGenerator(Generator):
         own = list(base.get("inhibit_rules") or [])
         merged["inhibit_rules"] = own + [rule_dict(e, named) for e in plan.inhibit_edges]
         yield Artifact(conventions.ALERTMANAGER_CONFIG, "yaml", merged, self.name, sources)
+
+
+def _check_label_names(plan: Plan, ctx: GeneratorContext) -> None:
+    if version_tuple(ctx.repo.alertmanager_min_version) >= UTF8_SINCE:
+        return
+    bad = sorted(
+        {
+            f"{edge.name}: {label}"
+            for edge in plan.inhibit_edges
+            for label in (
+                *edge.equal,
+                *(m.name for m in edge.source_matchers + edge.target_matchers),
+            )
+            if not is_classic_label_name(label)
+        }
+    )
+    if bad:
+        raise InputError(
+            [
+                Diagnostic(
+                    "alertmanager/label-name",
+                    Severity.ERROR,
+                    f"Alertmanager {ctx.repo.alertmanager_min_version} rejects label names "
+                    f"that are not [a-zA-Z_][a-zA-Z0-9_]*: {', '.join(bad)}",
+                    hint="set alertmanager_min_version to 0.27 or later (UTF-8 label names), "
+                    'or use naming = "classic"',
+                    location=Location("pyproject.toml"),
+                    object_path=("config", "alertmanager_min_version"),
+                )
+            ]
+        )
 
 
 def _load_base(path: str, text: str) -> dict[str, Any]:

@@ -310,6 +310,43 @@ class DottedLabel(LintRule):
             )
 
 
+class OperatorGlobal(LintRule):
+    """Explains which edges the operator output had to put into the global config."""
+
+    code: ClassVar[str] = "inhibit/operator-global"
+    default_severity: ClassVar[Severity] = Severity.INFO
+    description: ClassVar[str] = (
+        "An edge cannot live in a namespaced AlertmanagerConfig under the matcher strategy."
+    )
+
+    def check(
+        self, plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext
+    ) -> Iterator[Diagnostic]:
+        from obs_iac.generators.alertmanager import OperatorConfig, operator_placement
+
+        if not any(a.generator == "alertmanager-operator" for a in artifacts):
+            return
+        settings = OperatorConfig.model_validate(
+            dict(ctx.repo.generators.get("alertmanager-operator", {}))
+        )
+        index = AlertIndex.of_plan(plan)
+        for edge in plan.inhibit_edges:
+            if _suppressed(plan, edge, self.code):
+                continue
+            where, why = operator_placement(edge, index, settings)
+            if where == "global":
+                yield Diagnostic(
+                    self.code,
+                    self.default_severity,
+                    f"inhibit edge {edge.name!r} goes to the global AlertmanagerConfig: {why}",
+                    hint="see the comments in the generated global-inhibit-rules.yaml "
+                    f"(docs/lint/{self.code}.md)",
+                    location=_location(edge),
+                    object_path=_path(edge),
+                    origin=f"pack {edge.pack}",
+                )
+
+
 ALL_RULES: tuple[type[LintRule], ...] = (
     UnknownAlert,
     Overlap,
@@ -319,4 +356,5 @@ ALL_RULES: tuple[type[LintRule], ...] = (
     SeverityOrder,
     NoMatch,
     DottedLabel,
+    OperatorGlobal,
 )
