@@ -49,11 +49,17 @@ CANONICAL = {k.classic: k.example for k in CANONICAL_KEYS}
 def labels_for(alert: AlertInfo, pair: int) -> dict[str, str]:
     """The labels Alertmanager would receive for this alert, identity values unique per pair
     so that no two pairs can inhibit each other."""
+    identity = {
+        "host_name": f"gpu-node-{pair}",
+        "Hostname": f"gpu-node-{pair}",
+        "hostname": f"gpu-node-{pair}",
+        "instance": f"10.0.{pair // 250}.{pair % 250 + 1}:9400",
+    }
     out: dict[str, str] = {}
+    # Only labels the alert really carries: adding one it lacks would hide exactly the
+    # missing-label bug (absent == empty) this test exists to catch.
     for name in sorted(alert.flow.guaranteed):
-        out[name] = CANONICAL.get(name) or NATIVE.get(name) or f"{name}-value"
-    out["host_name"] = out["Hostname"] = f"gpu-node-{pair}"
-    out["instance"] = f"10.0.{pair // 250}.{pair % 250 + 1}:9400"
+        out[name] = identity.get(name) or CANONICAL.get(name) or NATIVE.get(name) or f"{name}-value"
     out.update(alert.static)
     return out
 
@@ -220,3 +226,22 @@ def test_missing_binary_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "false")
     with pytest.raises(pytest.skip.Exception):
         require_tool("amtool")
+
+
+def test_node_down_alert_passes_its_promtool_tests(tmp_path: Path) -> None:
+    """GpuNodeDown's own unit tests, through promtool, for every example service."""
+    import subprocess
+
+    promtool = require_tool("promtool")
+    result = example_render()
+    for svc in result.plan.services:
+        for path in (conventions.rule_file(svc.name), conventions.rule_test_file(svc.name)):
+            target = tmp_path / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(result.files[path])
+        test_file = tmp_path / conventions.rule_test_file(svc.name)
+        assert "GpuNodeDown: exporter down after serving GPUs fires" in test_file.read_text()
+        proc = subprocess.run(
+            [promtool, "test", "rules", str(test_file)], capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -485,7 +485,16 @@ class _Editor:
                 current = [m for m in getattr(edge, f"{side}_matchers") if m.name == "alertname"]
                 kept: list[str] = []
                 for m in current:
-                    kept.extend(sorted(literal_values(m) or ()))
+                    values = literal_values(m)
+                    if values is None:
+                        self._error(
+                            f"inhibitions.override[{path[1]}]: edge {edge.name!r} selects "
+                            f"its {side} alerts with {m.op}{m.value!r}, which cannot be kept "
+                            f"when only {side}_matchers change",
+                            f"give {side}_alerts explicitly",
+                            (*path, f"{side}_matchers"),
+                        )
+                    kept.extend(sorted(values or ()))
                 alerts = tuple(kept)
             update[f"{side}_matchers"] = self._side(alerts, extra or (), path, side)
         if ov.equal is not None:
