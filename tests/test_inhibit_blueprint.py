@@ -149,3 +149,16 @@ def test_dotted_canonical_key_is_mapped_with_a_warning(tmp_path: Path) -> None:
 def test_underscore_spelling_has_no_warning(tmp_path: Path) -> None:
     root = repo(tmp_path, ADD.format(src='"GpuTemperatureHigh"', sm="", eq='"host_name"'))
     assert [f for f in rendered(root).findings if f.code == "inhibit/dotted-label"] == []
+
+
+def test_unparsable_matcher_and_service_matcher(tmp_path: Path) -> None:
+    out = _fails(
+        tmp_path / "a",
+        ADD.format(src='"GpuTemperatureHigh"', sm="'layer~hardware'", eq='"host_name"'),
+    )
+    assert "is not a matcher" in out
+    out = _fails(
+        tmp_path / "b",
+        ADD.format(src='"GpuTemperatureHigh"', sm="'service=\"other\"'", eq='"host_name"'),
+    )
+    assert "a service matcher is not allowed" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from obs_iac.config import RepoConfig
 from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.labels import LabelNaming
 from obs_iac.packs.inhibit import lint
@@ -18,14 +19,8 @@ SVC = "recomm-v2"
 
 
 def run(rule: type[LintRule], plan: Plan) -> list[Diagnostic]:
-    ctx = LintContext(naming=LabelNaming(plan.naming), repo=_repo(), settings=NoConfig())
+    ctx = LintContext(naming=LabelNaming(plan.naming), repo=RepoConfig(), settings=NoConfig())
     return list(rule().check(plan, (), ctx))
-
-
-def _repo():  # type: ignore[no-untyped-def]
-    from obs_iac.config import RepoConfig
-
-    return RepoConfig()
 
 
 def m(text: str) -> Matcher:
