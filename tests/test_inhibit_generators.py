@@ -165,3 +165,30 @@ def test_utf8_label_names_need_alertmanager_0_27() -> None:
     new = gen_ctx(AlertmanagerConfig(), repo=RepoConfig(alertmanager_min_version="0.27"))
     (art,) = AlertmanagerGenerator().generate(dotted, new)
     assert "- business.sla_id" in art.data
+
+
+def test_operator_rules_load_in_alertmanager(tmp_path: Path) -> None:
+    """The operator turns each {name, value, matchType} into a matcher string; the same
+    conversion must give a config amtool accepts, with the same rules as the plain file."""
+    from tests.inhibit_support import MINIMAL, amtool_check
+
+    plan = example_render().plan
+    out = operator(plan)
+    crd = yaml.safe_load(serialize(out[conventions.ALERTMANAGER_GLOBAL_INHIBIT_CRD]).decode())
+
+    def matcher(m: dict[str, str]) -> str:
+        value = m["value"].replace("\\", "\\\\").replace('"', '\\"')
+        return f'{m["name"]}{m["matchType"]}"{value}"'
+
+    rules = [
+        {
+            "source_matchers": [matcher(m) for m in r["sourceMatch"]],
+            "target_matchers": [matcher(m) for m in r["targetMatch"]],
+            "equal": r["equal"],
+        }
+        for r in crd["spec"]["inhibitRules"]
+    ]
+    plain = yaml.safe_load(example_render().files[conventions.ALERTMANAGER_INHIBIT_RULES].decode())
+    assert rules == plain["inhibit_rules"]
+    proc = amtool_check({**MINIMAL, "inhibit_rules": rules}, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
