@@ -62,7 +62,7 @@ def test_unknown_alert_with_did_you_mean() -> None:
     assert len(found) == 1
     assert "'GpuTemperatureHihg'" in found[0].message
     assert "did you mean 'GpuTemperatureHigh'" in (found[0].hint or "")
-    assert found[0].severity is Severity.ERROR
+    assert found[0].severity is Severity.WARNING
     # and no-match leaves it to unknown-alert instead of reporting twice
     assert run(lint.NoMatch, with_edges(bad)) == []
 

@@ -83,6 +83,10 @@ class InhibitRule(LintRule):
 
 class UnknownAlert(InhibitRule):
     code: ClassVar[str] = "inhibit/unknown-alert"
+    # Blueprint edges naming a missing alert are already input errors (exit 2); a pack's
+    # edge usually names another pack's alert, and that pack may simply not be installed:
+    # the edge is then dead, not dangerous.
+    default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "An edge names an alert that no pack generates."
 
     def edge(self, edge: InhibitEdge, index: AlertIndex, plan: Plan) -> Iterator[Diagnostic]:
@@ -99,7 +103,8 @@ class UnknownAlert(InhibitRule):
                         edge,
                         f"{side} matcher {render(m)} names alert {name!r}, which no pack generates",
                         (f"did you mean {close[0]!r}? " if close else "")
-                        + "fix the alert name, or disable the edge",
+                        + "fix the alert name, install the pack that generates it, or "
+                        "disable the edge",
                     )
 
 
