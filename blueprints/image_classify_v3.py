@@ -20,4 +20,12 @@ service(
         temperature_limit_celsius=87,
         extra_fields=("DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
     ),
+    # torchrun --tee 3 prefixes every line with "[default<local_rank>]:"; the eight local
+    # ranks of a node share one container stream.
+    logs={
+        "runtime": "cri",
+        "format": "python-asctime",
+        "rank_prefix": "torchrun-tee",
+        "rate_limit": {"rate": 500, "burst": 2000},
+    },
 )
