@@ -90,6 +90,24 @@ def _run(tmp_path: Path, body: str, *args: str) -> subprocess.CompletedProcess[s
             "must not be a Loki stream label",
         ),
         (
+            '        "stream_labels": ("nccl_op_typo",),',
+            "logs/unknown-key",
+            FIRST_BODY_LINE,
+            "nothing in this pipeline produces",
+        ),
+        (
+            '        "incoming_labels": {"pod": "k8s.pod"},',
+            "logs/unknown-key",
+            FIRST_BODY_LINE,
+            "not a canonical key",
+        ),
+        (
+            '        "drop_labels": ("9lives",),',
+            "logs/invalid-label-name",
+            FIRST_BODY_LINE,
+            "not a valid Loki label name",
+        ),
+        (
             '        "static_labels": {"business_sla_id": "other"},',
             "logs/reserved-label",
             FIRST_BODY_LINE,

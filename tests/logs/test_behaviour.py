@@ -18,7 +18,13 @@ from obs_iac.packs.logs.section import LogsSection
 from obs_iac.pipeline import Render
 from obs_iac.plan.model import LogStage
 
-POD = {"namespace": "recsys", "pod": "recomm-v2-trainer-1", "container": "trainer"}
+POD = {
+    "namespace": "recsys",
+    "pod": "recomm-v2-trainer-1",
+    "container": "trainer",
+    # promtail's file target adds it; one file per pod, so it must not stay a label.
+    "filename": "/var/log/pods/recsys_recomm-v2-trainer-1_5f0c/trainer/0.log",
+}
 AGENTS = ("alloy", "promtail")
 
 

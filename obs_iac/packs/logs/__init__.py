@@ -18,6 +18,7 @@ Pipeline order, and why:
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from pydantic import BaseModel
@@ -66,14 +67,13 @@ RESERVED = frozenset({SLA_LABEL, SERVICE_LABEL, RANK_LABEL})
 MAX_LABELS = 15  # Loki's default max_label_names_per_series
 MAX_LABEL_NAME = 1024
 
-_LABEL_NAME = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
+# Label names as Loki and the agents validate them (prometheus/common's legacy scheme).
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 def valid_label_name(name: str) -> bool:
-    import re
-
     return (
-        re.fullmatch(_LABEL_NAME, name) is not None
+        _LABEL_NAME.fullmatch(name) is not None
         and not name.startswith("__")
         and len(name) <= MAX_LABEL_NAME
     )

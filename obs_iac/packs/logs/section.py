@@ -77,7 +77,10 @@ class LogsSection(BlueprintModel):
         default_factory=dict, description="Constant stream labels, e.g. {'cluster': 'gpu-a'}."
     )
     drop_labels: tuple[str, ...] = Field(
-        default=(), description="Incoming labels to remove, e.g. 'filename'."
+        default=("filename",),
+        description="Incoming labels to remove. promtail and loki.source.file add "
+        "'filename', which names one file per pod: as a stream label it would bring back "
+        "the per-pod streams that moving the pod to structured metadata avoids.",
     )
     drop: tuple[DropRule, ...] = Field(default=(), description="Records to drop.")
     rate_limit: RateLimit | None = Field(default=None, description="Optional rate limit.")
