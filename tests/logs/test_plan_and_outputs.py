@@ -126,3 +126,26 @@ def test_dashboard_logs_row_uses_loki_queries(rendered: Render) -> None:
             for query in panel.queries:
                 assert query.datasource == "loki"
                 assert '{business_sla_id="' in query.expr
+
+
+def test_bounded_stream_labels_resolve_to_their_canonical_names() -> None:
+    from obs_iac.logs_sim import run_pipeline
+    from obs_iac.packs.logs import final_stream_labels
+
+    section = LogsSection(
+        runtime="none", stream_labels=("namespace", "k8s.container.name", "nccl_op_type")
+    )
+    labels = final_stream_labels(section)
+    assert {"k8s_namespace_name", "k8s_container_name", "nccl_op_type"} <= set(labels)
+    assert "namespace" not in labels
+    line = (
+        "[rank1]:[E131 12:10:09.456789012 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=7, OpType=BROADCAST, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out."
+    )
+    (record,) = run_pipeline(
+        build_stages(section, "x", "x"), [line], {"namespace": "ns", "container": "c"}
+    )
+    assert set(record.labels) == set(labels) - {"level"}
+    assert record.labels["nccl_op_type"] == "BROADCAST"
+    assert "nccl_op_type" not in record.metadata

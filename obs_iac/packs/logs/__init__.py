@@ -260,14 +260,23 @@ def _check(service: ServiceBlueprint, section: LogsSection) -> list[Diagnostic]:
         elif cardinality is None or (
             canon is not None and name not in incoming and name != SLA_LABEL
         ):
-            known = sorted({*(k for k, c in extracted.items() if c is Cardinality.BOUNDED)})
+            known = sorted(
+                {
+                    *(k for k, c in extracted.items() if c is Cardinality.BOUNDED),
+                    *(
+                        k
+                        for k, (_, c) in incoming.items()
+                        if c and c.cardinality is Cardinality.BOUNDED
+                    ),
+                }
+            )
             problems.append(
                 _diag(
                     service,
                     "unknown-key",
                     f"logs.stream_labels: nothing in this pipeline produces {wanted!r}",
                     "bounded keys available: "
-                    + ", ".join([*known, *sorted(incoming)] or ["none"])
+                    + ", ".join(known or ["none"])
                     + "; map an agent label to it in incoming_labels first",
                     "stream_labels",
                     index,
@@ -325,10 +334,17 @@ def final_stream_labels(section: LogsSection) -> tuple[str, ...]:
         section.record_start and LEVEL in group_names(section.record_start)
     ):
         labels.add(LEVEL)
-    for wanted in section.stream_labels:
-        canon = canonical_for_spelling(wanted)
-        labels.add(canon.classic if canon else wanted)
+    labels.update(_resolve(section, wanted) for wanted in section.stream_labels)
     return tuple(sorted(labels - set(section.drop_labels)))
+
+
+def _resolve(section: LogsSection, wanted: str) -> str:
+    """The label name a stream_labels entry stands for: a canonical key's spelling, the
+    canonical spelling of an agent label, or an extracted key as it is."""
+    canon = canonical_for_spelling(wanted)
+    if canon is None and wanted in section.incoming_labels:
+        canon = canonical_for_spelling(section.incoming_labels[wanted])
+    return canon.classic if canon is not None else wanted
 
 
 def _firstline(section: LogsSection) -> str:
