@@ -149,3 +149,14 @@ def test_bounded_stream_labels_resolve_to_their_canonical_names() -> None:
     assert set(record.labels) == set(labels) - {"level"}
     assert record.labels["nccl_op_type"] == "BROADCAST"
     assert "nccl_op_type" not in record.metadata
+
+
+def test_rendering_twice_gives_the_same_bytes(rendered: Render) -> None:
+    from logs_helpers import ROOT
+
+    from obs_iac.pipeline import open_workspace, render
+
+    again = render(open_workspace(ROOT))
+    ours = [p for p in rendered.files if p.startswith(("alloy/", "promtail/", "loki/"))]
+    assert len(ours) == 6
+    assert {p: again.files[p] for p in ours} == {p: rendered.files[p] for p in ours}
