@@ -49,6 +49,31 @@ def collectors_configmap_name(service: str) -> str:
     return f"dcgm-exporter-metrics-{service}"
 
 
+def alloy_file(service: str) -> str:
+    return f"alloy/{service}.alloy"
+
+
+def alloy_process_label(service: str) -> str:
+    """Alloy block labels are identifiers: letters, digits and underscores."""
+    return service.replace("-", "_")
+
+
+def promtail_file(service: str) -> str:
+    return f"promtail/{service}.yml"
+
+
+def promtail_job(service: str) -> str:
+    return f"obs-iac/{service}"
+
+
+def loki_rule_file(service: str) -> str:
+    return f"loki/rules/{service}.rules.yml"
+
+
+def loki_rule_group(service: str) -> str:
+    return f"obs-iac.{service}.logs"
+
+
 def prometheus_rule_name(service: str) -> str:
     return f"obs-iac-{service}"
 

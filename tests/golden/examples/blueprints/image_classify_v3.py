@@ -32,4 +32,12 @@ service(
             }
         ],
     },
+    # torchrun --tee 3 prefixes every line with "[default<local_rank>]:"; the eight local
+    # ranks of a node share one container stream.
+    logs={
+        "runtime": "cri",
+        "format": "python-asctime",
+        "rank_prefix": "torchrun-tee",
+        "rate_limit": {"rate": 500, "burst": 2000},
+    },
 )
