@@ -20,4 +20,14 @@ service(
         temperature_limit_celsius=87,
         extra_fields=("DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
     ),
+    # The collector's prometheus exporter is scraped here, so resource attributes reach
+    # Prometheus through resource_constant_labels instead of OTLP promotion.
+    framework={
+        "world_size": 128,
+        "ranks_per_node": 8,
+        "collector_version": "0.160.0",
+        "resource_attributes": "collector-exporter",
+        "collector_metrics_target": "otel-collector.vision.svc:8889",
+        "step_time_budget_seconds": 0.45,
+    },
 )
