@@ -574,3 +574,32 @@ def test_version_table_encodes_the_checked_thresholds() -> None:
     assert versions.effective_namespace("0.160.0", "my.ns", legacy) == "my.ns"
     for entry in versions.table()["gates"].values():
         assert entry["source"] and entry["verified"]
+
+
+# -- the instrumentation guide ------------------------------------------------------------
+
+
+def test_guide_snippet_matches_the_generated_wiring() -> None:
+    """The guide's script sets exactly the per-process keys the env file expects and
+    names its spans as the default stages."""
+    import ast
+    import re
+
+    from obs_iac.packs.framework.model import DEFAULT_STAGES
+    from obs_iac.packs.framework.wiring import PROCESS_ATTRIBUTES
+
+    guide = (REPO / "docs" / "framework.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, flags=re.S)
+    script = next(b for b in blocks if "TracerProvider" in b)
+    tree = ast.parse(script)
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
+    for key, _var in PROCESS_ATTRIBUTES:
+        assert key in strings, key
+    spans = {
+        n.args[0].value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and getattr(n.func, "id", "") == "timed"
+        and isinstance(n.args[0], ast.Constant)
+    }
+    assert spans == {"train_step", *DEFAULT_STAGES}
