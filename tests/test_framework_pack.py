@@ -136,6 +136,12 @@ def test_collector_version_and_gates_change_the_label_set(tmp_path: Path) -> Non
     w = wiring_of(old.plan)
     assert "collector_instance_id" not in w.labels
     assert w.component_type == "spanmetrics"
+    assert w.otlp_http_type == "otlp_http"
+    older = render_repo(
+        tmp_path / "c", DEFAULT_FRAMEWORK + '        "collector_version": "0.120.0",\n'
+    )
+    collector = yaml.safe_load(older.files[conventions.otel_collector_config("trainer")])
+    assert list(collector["exporters"]) == ["otlphttp/obs-iac-trainer"]
     gated = render_repo(
         tmp_path / "b",
         DEFAULT_FRAMEWORK
@@ -146,6 +152,8 @@ def test_collector_version_and_gates_change_the_label_set(tmp_path: Path) -> Non
     assert "collector_instance_id" not in w.labels
     assert "otel_status_code" in w.labels and "status_code" not in w.labels
     assert w.component_type == "span_metrics"
+    collector = yaml.safe_load(gated.files[conventions.otel_collector_config("trainer")])
+    assert list(collector["exporters"]) == ["otlp_http/obs-iac-trainer"]
     rules = gated.files[conventions.rule_file("trainer")].decode()
     assert 'otel_status_code="ERROR"' in rules
 
@@ -595,6 +603,7 @@ def test_guide_snippet_matches_the_generated_wiring() -> None:
     strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
     for key, _var in PROCESS_ATTRIBUTES:
         assert key in strings, key
+    assert "service.instance.id" in strings  # the catalogue's `instance` label
     spans = {
         n.args[0].value
         for n in ast.walk(tree)

@@ -123,7 +123,7 @@ def collector_config(w: OtelWiring) -> dict[str, Any]:
     if w.exclude_dimensions:
         connector["exclude_dimensions"] = list(w.exclude_dimensions)
     if w.resource_attributes == "prometheus-otlp":
-        exporter_id = f"otlphttp/obs-iac-{w.service}"
+        exporter_id = f"{w.otlp_http_type}/obs-iac-{w.service}"
         # Prometheus's OTLP endpoint takes cumulative data only (delta is dropped
         # without a feature flag); the connector's default is cumulative.
         exporter: dict[str, Any] = {"metrics_endpoint": f"{w.prometheus_otlp_endpoint}/v1/metrics"}

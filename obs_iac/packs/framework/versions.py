@@ -67,6 +67,11 @@ def component_type(version: str) -> str:
     return str(entry["new"] if _at_least(version, entry["since"]) else entry["old"])
 
 
+def otlp_http_exporter_type(version: str) -> str:
+    entry = table()["otlp_http_exporter_type"]
+    return str(entry["new"] if _at_least(version, entry["since"]) else entry["old"])
+
+
 def resource_constant_labels_since() -> str:
     return str(table()["prometheus_exporter"]["resource_constant_labels"]["since"])
 

@@ -80,6 +80,7 @@ class OtelWiring(IR):
     collector_version: str
     component_type: str
     connector_id: str
+    otlp_http_type: str
     namespace: str
     duration_unit: Literal["ms", "s"]
     buckets_ms: tuple[int, ...]
@@ -153,6 +154,7 @@ def build(service: str, sla_id: str, fw: Framework, naming: LabelNaming) -> Otel
         collector_version=fw.collector_version,
         component_type=component,
         connector_id=f"{component}/obs-iac-{service}",
+        otlp_http_type=versions.otlp_http_exporter_type(fw.collector_version),
         namespace=fw.spanmetrics_namespace,
         duration_unit=fw.duration_unit,
         buckets_ms=buckets_ms(fw.step_time_budget_seconds),
