@@ -136,12 +136,8 @@ def test_collector_version_and_gates_change_the_label_set(tmp_path: Path) -> Non
     w = wiring_of(old.plan)
     assert "collector_instance_id" not in w.labels
     assert w.component_type == "spanmetrics"
-    assert w.otlp_http_type == "otlp_http"
-    older = render_repo(
-        tmp_path / "c", DEFAULT_FRAMEWORK + '        "collector_version": "0.120.0",\n'
-    )
-    collector = yaml.safe_load(older.files[conventions.otel_collector_config("trainer")])
-    assert list(collector["exporters"]) == ["otlphttp/obs-iac-trainer"]
+    collector = yaml.safe_load(old.files[conventions.otel_collector_config("trainer")])
+    assert list(collector["exporters"]) == ["otlphttp/obs-iac-trainer"]  # renamed in 0.144
     gated = render_repo(
         tmp_path / "b",
         DEFAULT_FRAMEWORK
