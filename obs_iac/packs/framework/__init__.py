@@ -236,20 +236,16 @@ def check(service: ServiceBlueprint, fw: Framework) -> list[Diagnostic]:
             )
     effective = versions.effective_namespace(version, fw.spanmetrics_namespace, fw.feature_gates)
     if effective != fw.spanmetrics_namespace:
-        where = next(
-            i
-            for i, f in enumerate(fw.feature_gates)
-            if f.lstrip("+-") == versions.gate("legacy_metric_names").id
-        )
+        legacy = versions.gate("legacy_metric_names").id
+        flagged = [i for i, f in enumerate(fw.feature_gates) if f.lstrip("+-") == legacy]
+        path: tuple[str | int, ...] = ("feature_gates", flagged[0]) if flagged else ()
         error(
             "collector-names",
-            f"framework.feature_gates[{where}] enables "
-            f"{versions.gate('legacy_metric_names').id}: with namespace "
+            f"{legacy} is on in collector-contrib {version}: with namespace "
             f"{fw.spanmetrics_namespace!r} the connector then emits bare `calls` and "
             "`duration`, not the names this service declares",
             "remove the gate, or choose a namespace other than the default",
-            "feature_gates",
-            where,
+            *path,
         )
     if fw.resource_attributes == "collector-exporter":
         since = versions.resource_constant_labels_since()
