@@ -361,7 +361,8 @@ def test_cross_layer_join_is_tested_with_both_layers_and_a_label_mismatch(tmp_pa
 
 def test_inhibit_edge_equal_labels_exist_on_both_sides(tmp_path: Path) -> None:
     plan = render_repo(tmp_path).plan
-    (edge,) = [e for e in plan.inhibit_edges if e.pack == "framework"]
+    edges = {e.name: e for e in plan.inhibit_edges if e.pack == "framework"}
+    edge = edges["trainer-nccl-cause-inhibits-framework-slowness"]
     assert edge.equal == ("business_sla_id", "nccl_group_id")
     alerts = framework_alerts(plan)
     source = {m.value for m in edge.source_matchers if m.name == "alertname"}
@@ -371,6 +372,30 @@ def test_inhibit_edge_equal_labels_exist_on_both_sides(tmp_path: Path) -> None:
     for name in (*source.pop().split("|"), *target.pop().split("|")):
         firing = next(c for c in alerts[name].tests if c.expect_firing)
         assert set(edge.equal) <= set(firing.exp_labels), name
+
+
+def test_cross_layer_inhibit_edges_target_the_gpu_idle_alert(tmp_path: Path) -> None:
+    plan = render_repo(tmp_path).plan
+    edges = {e.name: e for e in plan.inhibit_edges if e.pack == "framework"}
+    loader = edges["trainer-data-loader-inhibits-gpu-idle"]
+    assert loader.equal == ("business_sla_id", "host_name", "resource_gpu_id")
+    gpu_alerts = {
+        r.alert: r
+        for g in plan.rule_groups
+        if g.pack == "gpu"
+        for r in g.rules
+        if isinstance(r, AlertRule)
+    }
+    (target,) = [m.value for m in loader.target_matchers if m.name == "alertname"]
+    gpu_firing = next(c for c in gpu_alerts[target].tests if c.expect_firing)
+    framework_firing = next(
+        c for c in framework_alerts(plan)["TrainingDataLoaderStarvingGpu"].tests if c.expect_firing
+    )
+    for label in loader.equal:
+        # Same label on both sides, and the same value for the GPU both tests describe.
+        assert gpu_firing.exp_labels[label] == framework_firing.exp_labels[label], label
+    nccl = edges["trainer-nccl-errors-inhibit-gpu-idle"]
+    assert nccl.equal == ("business_sla_id",)
 
 
 def test_dashboard_row_is_abstract_with_units(tmp_path: Path) -> None:

@@ -53,6 +53,8 @@ RATE = "5m"
 # Inhibition: a broken or straggling collective explains slowness of its group.
 CAUSE_ALERTS = ("NcclCollectiveErrors", "TrainingStragglerRank")
 SYMPTOM_ALERTS = ("NcclAllreduceP95Regression", "TrainingStepTimeOverBudget")
+# The GPU pack's idle alert, which a framework cause explains.
+GPU_IDLE_ALERT = "GpuUtilizationLow"
 
 
 def _regex_of(names: Iterable[str]) -> str:
@@ -92,7 +94,7 @@ class FrameworkPack(Pack):
             )
         )
         out.metrics.extend(builder.record_specs())
-        out.inhibit_edges.append(builder.inhibit_edge())
+        out.inhibit_edges.extend(builder.inhibit_edges())
         out.dashboard_rows.append(builder.dashboard_row())
         return out
 
@@ -605,7 +607,43 @@ class _Rules:
         ]
 
     # -- inhibition ----------------------------------------------------------------------
-    def inhibit_edge(self) -> InhibitEdge:
+    def inhibit_edges(self) -> list[InhibitEdge]:
+        naming = self.naming
+        svc = self.service.name
+        service = Matcher(name="service", value=svc)
+        gpu_idle = Matcher(name="alertname", value=GPU_IDLE_ALERT)
+        cross_layer = [
+            # The source document's example: a GPU at 5 % looks idle when it is really
+            # blocked on a collective, or starved by its input pipeline.
+            InhibitEdge(
+                name=f"{svc}-nccl-errors-inhibit-gpu-idle",
+                service=svc,
+                pack=PACK,
+                reason="GPUs of a job whose collectives fail sit idle waiting for them; "
+                "the NCCL alert is the cause.",
+                source_matchers=(Matcher(name="alertname", value="NcclCollectiveErrors"), service),
+                target_matchers=(gpu_idle, service),
+                equal=(naming.prom(SLA_ID),),
+                source=self.service.source,
+            ),
+            InhibitEdge(
+                name=f"{svc}-data-loader-inhibits-gpu-idle",
+                service=svc,
+                pack=PACK,
+                reason="A GPU starved by its rank's data loader is idle because of the loader; "
+                "page for the loader.",
+                source_matchers=(
+                    Matcher(name="alertname", value="TrainingDataLoaderStarvingGpu"),
+                    service,
+                ),
+                target_matchers=(gpu_idle, service),
+                equal=(naming.prom(SLA_ID), naming.prom(HOST), naming.prom(GPU_ID)),
+                source=self.service.source,
+            ),
+        ]
+        return [self._group_edge(), *cross_layer]
+
+    def _group_edge(self) -> InhibitEdge:
         naming = self.naming
         svc = self.service.name
         return InhibitEdge(
