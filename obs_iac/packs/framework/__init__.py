@@ -473,7 +473,7 @@ class _Rules:
         other_gpu = fx.process(0, gpu_index=1)
 
         starving_labels = _alert_test_labels(proc0.span_labels, rank_keys, {"span_name": dl})
-        regression_labels = _alert_test_labels(proc0.span_labels, group_keys)
+        group_labels = _alert_test_labels(proc0.span_labels, group_keys)
         straggler = fx.process(2)
         straggler_labels = _alert_test_labels(straggler.span_labels, rank_keys)
 
@@ -506,7 +506,7 @@ class _Rules:
                 f"all-reduce {fx.regression_factor():g} times slower than the baseline fires",
                 fx.allreduce_regression(baseline, slowdown=fx.regression_factor()),
                 f"{baseline + 60}m",
-                regression_labels,
+                group_labels,
             ),
             fx.case(
                 "steady all-reduce does not fire",
@@ -528,7 +528,7 @@ class _Rules:
                 "steps three times over budget fire",
                 fx.step_time(over=True),
                 "30m",
-                regression_labels,
+                group_labels,
             ),
             fx.case("steps within budget do not fire", fx.step_time(over=False), "30m"),
         ]
@@ -537,7 +537,7 @@ class _Rules:
                 "failing all-reduce spans fire",
                 fx.allreduce_errors(failing=True),
                 "6m",
-                regression_labels,
+                group_labels,
             ),
             fx.case(
                 "successful all-reduce spans do not fire", fx.allreduce_errors(failing=False), "6m"
