@@ -66,7 +66,9 @@ def test_per_sla_dashboard_filters_by_variables(boards: dict[str, dict]) -> None
     has_logs = any(p.get("type") == "logs" for p in board["panels"])
     assert ("ds_loki" in variables) == has_logs, "a Loki variable exactly when there is a logs row"
     exprs = [t["expr"] for p in content_panels(board) for t in p["targets"]]
-    assert all('business_sla_id="$business_sla_id"' in e for e in exprs)
+    # Constant reference lines (e.g. the step-time budget) select no series.
+    selecting = [e for e in exprs if not e.startswith("vector(")]
+    assert all('business_sla_id="$business_sla_id"' in e for e in selecting)
     assert not any("recomm_v2" in e for e in exprs), "the literal SLA id is parametrised"
     # The per-SLA waste series has no GPU label, so it must not be filtered by GPU.
     waste = [e for e in exprs if e.startswith("business_sla_id:gpu_waste")]
