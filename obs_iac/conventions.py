@@ -86,3 +86,40 @@ class Records:
     NVLINK_THROUGHPUT = "gpu:dcgm_nvlink_throughput:bytes_per_second"
     SLA_GPU_UTILIZATION = "business_sla_id:dcgm_gpu_utilization:avg_ratio"
     SLA_GPU_WASTE = "business_sla_id:gpu_waste:ratio_avg5m"
+
+
+# Business SLO pack: one series per (business_sla_id, slo), hence the level name.
+class SloRecords:
+    LEVEL = "business_sla_id_slo"
+
+    @staticmethod
+    def events(window: str) -> str:
+        """Total events per second over ``window`` (event SLIs)."""
+        return f"business_sla_id_slo:slo_events:rate{window}"
+
+    @staticmethod
+    def errors(window: str) -> str:
+        """Bad events per second over ``window`` (event SLIs)."""
+        return f"business_sla_id_slo:slo_errors:rate{window}"
+
+    @staticmethod
+    def error_ratio(window: str) -> str:
+        return f"business_sla_id_slo:slo_error:ratio_rate{window}"
+
+    @staticmethod
+    def burn_rate(window: str) -> str:
+        return f"business_sla_id_slo:slo_burn_rate:ratio_rate{window}"
+
+    @staticmethod
+    def budget_remaining(window: str) -> str:
+        return f"business_sla_id_slo:slo_error_budget_remaining:ratio{window}"
+
+    # 1 while the SLI is out of bounds at this evaluation (time-slice SLIs).
+    BAD_SLICE = "business_sla_id_slo:slo_bad_slice:bool"
+    OBJECTIVE = "business_sla_id_slo:slo_objective:ratio"
+
+
+def slo_alert_name(slo: str, tier: str, long_window: str) -> str:
+    """E.g. ('model-freshness', 'page', '1h') -> SloModelFreshnessBudgetBurnPage1h."""
+    camel = "".join(part.capitalize() for part in slo.split("-"))
+    return f"Slo{camel}BudgetBurn{tier.capitalize()}{long_window}"

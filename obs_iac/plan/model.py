@@ -178,7 +178,8 @@ class ServicePlan(IR):
     runbook_base_url: str
     source: SourceRef
     gpu: dict[str, Any]
-    sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # A section dumps to whatever its model is: an object, or a list (e.g. `slo`).
+    sections: dict[str, Any] = Field(default_factory=dict)
     suppressions: tuple[dict[str, Any], ...] = ()
 
 
