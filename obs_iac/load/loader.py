@@ -74,7 +74,7 @@ def validation_diagnostics(
         loc = tuple(err["loc"])
         field_line, column = (line, 0)
         if call is not None:
-            field_line, column = locate(call, loc)
+            field_line, column = locate(call, (*prefix, *loc))
             field_line = field_line or line
         path = ".".join(str(p) for p in (*prefix, *loc)) or "(service)"
         diags.append(

@@ -83,7 +83,15 @@ class _Checker:
             )
         )
 
-    def series(self, index: int, slo: Slo, field: str, series: Series, want: str) -> None:
+    def series(
+        self,
+        index: int,
+        slo: Slo,
+        field: str,
+        series: Series,
+        want: str,
+        own: dict[str, str] | None = None,
+    ) -> None:
         where = (index, "sli", field)
         sla = self.naming.prom(SLA_ID)
         if series.type != want:
@@ -112,7 +120,7 @@ class _Checker:
                 *where,
                 "labels",
             )
-        for key in sorted(slo.sli.matchers):
+        for key in sorted({*slo.sli.matchers, *(own or {})}):
             if key not in series.labels:
                 self.error(
                     "unknown-matcher-label",
@@ -210,7 +218,8 @@ class _Checker:
             other_field = "good" if sli.good is not None else "bad"
             other = sli.good or sli.bad
             assert other is not None
-            self.series(index, slo, other_field, other, "counter")
+            own = sli.good_matchers if sli.good is not None else sli.bad_matchers
+            self.series(index, slo, other_field, other, "counter", own)
             if other.labels != sli.total.labels:
                 only_other = sorted(set(other.labels) - set(sli.total.labels))
                 only_total = sorted(set(sli.total.labels) - set(other.labels))

@@ -71,6 +71,30 @@ class Series(BlueprintModel):
 
 
 Matchers = dict[str, str]
+MATCH_OPS = ("=~", "!~", "!=")
+
+
+def parse_matcher(value: str) -> tuple[str, str]:
+    """A matcher value is exact, or starts with an operator: ``"=~5.."``, ``"!=200"``."""
+    for op in MATCH_OPS:
+        if value.startswith(op):
+            return op, value[len(op) :]
+    return "=", value
+
+
+def _check_matchers(value: Matchers) -> Matchers:
+    import re
+
+    for label, raw in value.items():
+        if not re.fullmatch(LABEL_NAME_PATTERN, label):
+            raise ValueError(f"{label!r} is not a valid label name")
+        op, pattern = parse_matcher(raw)
+        if "~" in op:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"matcher {label}{op}{pattern!r}: bad regex: {exc}") from None
+    return value
 
 
 class LatencySli(BlueprintModel):
@@ -84,8 +108,11 @@ class LatencySli(BlueprintModel):
     )
     matchers: Matchers = Field(
         default_factory=dict,
-        description="Extra equality matchers on declared labels, e.g. {'stage': 'inference'}.",
+        description="Extra matchers on declared labels, e.g. {'stage': 'inference'}; a value "
+        "may start with =~, != or !~.",
     )
+
+    _matchers = field_validator("matchers")(_check_matchers)
 
 
 class ErrorRatioSli(BlueprintModel):
@@ -96,8 +123,16 @@ class ErrorRatioSli(BlueprintModel):
     good: Series | None = Field(default=None, description="Counter of good events.")
     bad: Series | None = Field(default=None, description="Counter of bad events.")
     matchers: Matchers = Field(
-        default_factory=dict, description="Extra equality matchers applied to every series."
+        default_factory=dict, description="Extra matchers applied to every series."
     )
+    good_matchers: Matchers = Field(
+        default_factory=dict, description="Matchers only for `good`, e.g. {'code': '=~2..'}."
+    )
+    bad_matchers: Matchers = Field(
+        default_factory=dict, description="Matchers only for `bad`, e.g. {'code': '=~5..'}."
+    )
+
+    _matchers = field_validator("matchers", "good_matchers", "bad_matchers")(_check_matchers)
 
     @model_validator(mode="after")
     def _one_of(self) -> ErrorRatioSli:
@@ -118,6 +153,8 @@ class FreshnessSli(BlueprintModel):
     max_age: str = Field(pattern=DURATION_PATTERN, description="Bound, e.g. '15m'.")
     matchers: Matchers = Field(default_factory=dict)
 
+    _matchers = field_validator("matchers")(_check_matchers)
+
 
 class ThroughputSli(BlueprintModel):
     """Throughput must stay above a floor; every evaluation below it (or without data)
@@ -130,6 +167,8 @@ class ThroughputSli(BlueprintModel):
         default="5m", description="Window of the rate() the floor is compared with."
     )
     matchers: Matchers = Field(default_factory=dict)
+
+    _matchers = field_validator("matchers")(_check_matchers)
 
 
 Sli = Annotated[
