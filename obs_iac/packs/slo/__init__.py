@@ -199,9 +199,10 @@ class _Checker:
                         "histogram",
                     )
                 elif sli.threshold_seconds not in sli.histogram.buckets:
-                    near = sorted(
-                        sli.histogram.buckets, key=lambda b: abs(b - sli.threshold_seconds)
-                    )[:2]
+                    bound = sli.threshold_seconds
+                    below = [b for b in sli.histogram.buckets if b < bound][-1:]
+                    above = [b for b in sli.histogram.buckets if b > bound][:1]
+                    near = [*below, *above]
                     self.error(
                         "threshold-not-bucket",
                         f"slo[{index}] {slo.name}: threshold {number(sli.threshold_seconds)}s "
