@@ -89,3 +89,58 @@ def test_a_mutated_threshold_fails_the_generated_tests(tmp_path: Path) -> None:
         assert run.returncode != 0
         for name in kept:
             assert f"name: {name}," in output, (name, output[:3000])
+
+
+def test_missing_counters_and_series_read_as_zero_errors_or_stale(tmp_path: Path) -> None:
+    """A bad counter that was never incremented does not exist yet: the error ratio must
+    be 0, not empty; a freshness gauge that does not exist counts as stale."""
+    promtool = require_tool("promtool")
+    rules, _ = _write(tmp_path)
+    ratio = "business_sla_id_slo:slo_error:ratio_rate{w}{{slo={slo!r}}}"
+    body = {
+        "rule_files": [rules.name],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {
+                        "series": 'req_total{business_sla_id="svc_a", job="api"}',
+                        "values": "0+600x20",
+                    }
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": ratio.format(w=w, slo="errors").replace("'", '"'),
+                        "eval_time": "15m",
+                        "exp_samples": [
+                            {
+                                "labels": ratio.format(w=w, slo="errors")
+                                .replace("{slo=", '{business_sla_id="svc_a", slo=')
+                                .replace("'", '"'),
+                                "value": 0,
+                            }
+                        ],
+                    }
+                    for w in ("5m", "1h")
+                ]
+                + [
+                    {
+                        "expr": 'business_sla_id_slo:slo_bad_slice:bool{slo="freshness"}',
+                        "eval_time": "15m",
+                        "exp_samples": [
+                            {
+                                "labels": "business_sla_id_slo:slo_bad_slice:bool"
+                                '{business_sla_id="svc_a", slo="freshness"}',
+                                "value": 1,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    tests = rules.parent / "extra.test.yml"
+    tests.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
+    run = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr

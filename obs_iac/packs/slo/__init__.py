@@ -132,7 +132,7 @@ class _Checker:
                     "matchers",
                 )
 
-    def check(self, slos: tuple[Slo, ...], evaluation_interval: str) -> None:
+    def check(self, slos: tuple[Slo, ...]) -> None:
         seen: dict[str, int] = {}
         declared: dict[str, tuple[int, Series]] = {}
         for index, slo in enumerate(slos):
@@ -160,7 +160,6 @@ class _Checker:
                         "sli",
                     )
                 declared.setdefault(series.name, (index, series))
-        del evaluation_interval
 
     def _window(self, index: int, slo: Slo) -> None:
         if slo.window not in STANDARD_WINDOWS and not slo.allow_nonstandard_window:
@@ -341,7 +340,7 @@ class SloPack(Pack):
         assert isinstance(section, SloSection)
         slos = section.root
         checker = _Checker(service, ctx.naming)
-        checker.check(slos, ctx.repo.evaluation_interval)
+        checker.check(slos)
         if checker.problems:
             out.diagnostics.extend(checker.problems)
             return out

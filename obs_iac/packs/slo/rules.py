@@ -94,22 +94,25 @@ def _event_exprs(ctx: SloContext, window: str, events: str) -> tuple[str, str]:
     selector of the total already recorded for this window, reused to save a rate()."""
     sli = ctx.slo.sli
     on_sla = f"on({ctx.sla_label})"
+
+    def counted(inner: str) -> str:
+        # Client libraries create a labelled counter on its first increment, so a bad (or
+        # good) counter may not exist yet: that is zero events, not an unknown ratio.
+        return f"({ctx.by_sla(inner)} or {on_sla} 0 * {events})"
+
     if isinstance(sli, LatencySli):
         name = sli.histogram.name
         total = ctx.by_sla(f"rate({ctx.raw_selector(name + '_count')}[{window}])")
-        good = ctx.by_sla(
-            f"rate({ctx.raw_selector(name + '_bucket', le_matcher(sli.threshold_seconds))}"
-            f"[{window}])"
-        )
-        return total, f"{events} - {on_sla} {good}"
+        bucket = ctx.raw_selector(name + "_bucket", le_matcher(sli.threshold_seconds))
+        return total, f"{events} - {on_sla} {counted(f'rate({bucket}[{window}])')}"
     assert isinstance(sli, ErrorRatioSli)
     total = ctx.by_sla(f"rate({ctx.raw_selector(sli.total.name)}[{window}])")
     if sli.bad is not None:
         bad = ctx.raw_selector(sli.bad.name, own=sli.bad_matchers)
-        return total, ctx.by_sla(f"rate({bad}[{window}])")
+        return total, counted(f"rate({bad}[{window}])")
     assert sli.good is not None
-    good = ctx.by_sla(f"rate({ctx.raw_selector(sli.good.name, own=sli.good_matchers)}[{window}])")
-    return total, f"{events} - {on_sla} {good}"
+    good = ctx.raw_selector(sli.good.name, own=sli.good_matchers)
+    return total, f"{events} - {on_sla} {counted(f'rate({good}[{window}])')}"
 
 
 def _bad_slice_expr(ctx: SloContext) -> str:
