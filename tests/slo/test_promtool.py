@@ -144,3 +144,28 @@ def test_missing_counters_and_series_read_as_zero_errors_or_stale(tmp_path: Path
     tests.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
     run = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_tier_with_for_keeps_burning_through_it(tmp_path: Path) -> None:
+    """`for` delays firing: the generated burn must last through it, and still pass."""
+    promtool = require_tool("promtool")
+    slos = """\
+Slo(name="errors", objective=99.5, sli=ErrorRatioSli(total=REQ, bad=ERR),
+    alerts=(BurnAlert(tier="page", long_window="1h", short_window="5m", budget_percent=2,
+                      for_duration="10m"),
+            BurnAlert(tier="ticket", long_window="1d", short_window="2h", budget_percent=10,
+                      for_duration="1h"))),
+"""
+    repo = make_repo(tmp_path, HEADER + service_call(slos))
+    result = render_repo(repo)
+    out = repo / "generated"
+    for path, data in result.files.items():
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_bytes(data)
+    tests = out / conventions.rule_test_file("svc")
+    _only_slo_tests(tests)
+    body = yaml.safe_load(tests.read_text(encoding="utf-8"))
+    times = {t["alert_rule_test"][0]["eval_time"] for t in body["tests"]}
+    assert times == {"130m", "100m"}  # 2h + 10m; 2 steps of 20m + 1h
+    run = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr

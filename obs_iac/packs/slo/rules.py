@@ -254,8 +254,8 @@ def alert_rules(ctx: SloContext, team: str, service: str, runbook_base: str) -> 
                 **{"for": alert.for_duration},
                 labels=labels,
                 annotations={
-                    "summary": f"SLO {slo.name} of {sla_ref} burns its error budget "
-                    f"{number(factor)}x too fast ({alert.long_window} and "
+                    "summary": f"SLO {slo.name} of {sla_ref} burns its error budget over "
+                    f"{number(factor)}x as fast as it may ({alert.long_window} and "
                     f"{alert.short_window} windows)",
                     "description": f"At this pace {number(alert.budget_percent)} % of the "
                     f"{slo.window} error budget of SLO {slo.name} ({number(slo.objective)} %) "
@@ -410,7 +410,9 @@ def _event_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
         # exactly the burn ratio: two steps suffice.
         history, burn = 0, 2
         detect = "from the start"
-    eval_time = minutes_duration((history + burn) * step + _for_minutes(alert))
+    # The burn goes on through the alert's `for`, so the short window never runs dry.
+    burn += math.ceil(_for_minutes(alert) / step)
+    eval_time = minutes_duration((history + burn) * step)
     exp = {ctx.naming.prom(SLA_ID): ctx.sla_id, "slo": slo.name}
     interval = minutes_duration(step)
     cases = [
