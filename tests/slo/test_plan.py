@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from obs_iac import conventions
-from obs_iac.packs.slo.windows import burn_factor, threshold
+from obs_iac.packs.slo.windows import burn_factor, seconds, threshold
 from obs_iac.plan.model import AlertRule, MetricType, Plan, RecordingRule
 from obs_iac.promql import parse
 from tests.slo.helpers import HEADER, make_repo, render_repo, require_tool, service_call
@@ -164,3 +164,23 @@ def test_examples_carry_slos_that_pass_promtool(tmp_path: Path) -> None:
         tests.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
         run = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True)
         assert run.returncode == 0, run.stdout
+
+
+def test_freshness_bound_longer_than_the_alert_window_still_gets_tests() -> None:
+    from obs_iac.labels import LabelNaming
+    from obs_iac.packs.slo import FreshnessSli, Series, Slo
+    from obs_iac.packs.slo.rules import SloContext, test_cases
+
+    gauge = Series(
+        name="etl_last_success_timestamp_seconds",
+        type="gauge",
+        unit="timestamp_seconds",
+        labels=("business_sla_id",),
+    )
+    slo = Slo(name="daily", objective=99.0, sli=FreshnessSli(last_success=gauge, max_age="1d"))
+    ctx = SloContext(slo=slo, sla_id="etl", naming=LabelNaming())
+    page = slo.selected_alerts[0]
+    fire, quiet = test_cases(ctx, page)
+    assert fire.expect_firing and not quiet.expect_firing
+    # Staleness starts a day after the last success (minute 60): the page fires after it.
+    assert seconds(fire.eval_time) // 60 > 60 + 1440

@@ -473,7 +473,6 @@ def _slice_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
     sli = slo.sli
     limit = threshold(slo.objective, alert.budget_percent, slo.window, alert.long_window)
     healthy = 60
-    horizon = healthy + seconds(alert.long_window) // 60 * 2
     if isinstance(sli, FreshnessSli):
         bound = seconds(sli.max_age) // 60
         period = max(1, min(5, bound // 3))
@@ -507,6 +506,7 @@ def _slice_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
         name_fire = f"throughput below {number(sli.min_per_second)}/s fires"
         name_quiet = f"throughput at {number(2 * sli.min_per_second)}/s does not fire"
         metric = sli.counter.name
+    horizon = stale_from + seconds(alert.long_window) // 60 * 2
     bad = [1 if minute >= stale_from else 0 for minute in range(horizon + 1)]
     fired = _first_firing(bad, alert, limit)
     if fired is None:
