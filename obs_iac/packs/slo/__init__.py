@@ -69,6 +69,7 @@ class _Checker:
         self.service = service
         self.naming = naming
         self.problems: list[Diagnostic] = []
+        self.names: list[str] = []
 
     def error(self, code: str, message: str, hint: str, *path: str | int) -> None:
         self.problems.append(
@@ -78,10 +79,15 @@ class _Checker:
                 message,
                 hint=hint,
                 location=self.service.location("slo", *path),
-                object_path=(self.service.name, "slo", *(str(p) for p in path[:1])),
+                object_path=(self.service.name, f"slo {self._name(path[0] if path else None)}"),
                 origin=PACK,
             )
         )
+
+    def _name(self, index: str | int | None) -> str:
+        if isinstance(index, int) and index < len(self.names):
+            return self.names[index]
+        return "?"
 
     def series(
         self,
@@ -133,6 +139,7 @@ class _Checker:
                 )
 
     def check(self, slos: tuple[Slo, ...]) -> None:
+        self.names = [slo.name for slo in slos]
         seen: dict[str, int] = {}
         declared: dict[str, tuple[int, Series]] = {}
         for index, slo in enumerate(slos):

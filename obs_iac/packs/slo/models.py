@@ -7,11 +7,13 @@ the pack, so they can point at the exact line that is wrong.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, RootModel, field_validator, model_validator
 
 from obs_iac.blueprint.models import BlueprintModel
+from obs_iac.packs.slo.windows import seconds
 
 METRIC_NAME_PATTERN = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
 LABEL_NAME_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_.]*$"
@@ -51,8 +53,6 @@ class Series(BlueprintModel):
     @field_validator("labels")
     @classmethod
     def _label_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        import re
-
         for label in value:
             if not re.fullmatch(LABEL_NAME_PATTERN, label):
                 raise ValueError(f"{label!r} is not a valid label name")
@@ -83,8 +83,6 @@ def parse_matcher(value: str) -> tuple[str, str]:
 
 
 def _check_matchers(value: Matchers) -> Matchers:
-    import re
-
     for label, raw in value.items():
         if not re.fullmatch(LABEL_NAME_PATTERN, label):
             raise ValueError(f"{label!r} is not a valid label name")
@@ -195,8 +193,6 @@ class BurnAlert(BlueprintModel):
 
     @model_validator(mode="after")
     def _short_is_shorter(self) -> BurnAlert:
-        from obs_iac.packs.slo.windows import seconds
-
         if seconds(self.short_window) >= seconds(self.long_window):
             raise ValueError("short_window must be shorter than long_window")
         return self
