@@ -276,5 +276,77 @@ def preview(out: Path, png: bool) -> None:
     click.echo(f"wrote {count} dashboard previews to {out}/", err=True)
 
 
+@main.group(name="import")
+def import_() -> None:
+    """Turn an SLO spec from another tool into a blueprint file."""
+
+
+def _import_spec(kind: str, file: Path, output: Path | None, force: bool, team: str) -> None:
+    from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
+    from obs_iac.packs.slo.importers import (
+        check_names,
+        load_openslo,
+        load_sloth,
+        render_blueprint,
+    )
+
+    loaded = load_sloth(file) if kind == "sloth" else load_openslo(file)
+    check_names(loaded, file.as_posix())
+    text = render_blueprint(loaded, team)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    if output.exists() and not force:
+        raise InputError(
+            [
+                Diagnostic(
+                    "import/exists",
+                    Severity.ERROR,
+                    f"{output} already exists; not overwritten",
+                    hint="pass --force to replace it, or choose another -o path",
+                    location=Location(output.as_posix()),
+                )
+            ]
+        )
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {output} ({len(loaded.slos)} SLOs); review its TODOs", err=True)
+
+
+_import_options = [
+    click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path)),
+    click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Write the blueprint here instead of stdout.",
+    ),
+    click.option("--force", is_flag=True, help="Overwrite an existing --output file."),
+    click.option("--team", default="todo", show_default=True, help="Owning team label."),
+]
+
+
+def _with_import_options(func: F) -> F:
+    for option in reversed(_import_options):
+        func = option(func)
+    return func
+
+
+@import_.command(name="sloth")
+@_with_import_options
+@guarded
+def import_sloth(file: Path, output: Path | None, force: bool, team: str) -> None:
+    """A Sloth prometheus/v1 spec (service, slos[]) -> blueprint (window: Sloth's 30d default)."""
+    _import_spec("sloth", file, output, force, team)
+
+
+@import_.command(name="openslo")
+@_with_import_options
+@guarded
+def import_openslo(file: Path, output: Path | None, force: bool, team: str) -> None:
+    """An OpenSLO v1 SLO (with its ratioMetric SLI and objectives) -> blueprint."""
+    _import_spec("openslo", file, output, force, team)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

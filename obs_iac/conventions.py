@@ -21,8 +21,10 @@ def rule_file(service: str) -> str:
     return f"prometheus/rules/{service}.rules.yml"
 
 
-def rule_test_file(service: str) -> str:
-    return f"prometheus/tests/{service}.test.yml"
+def rule_test_file(service: str, evaluation_interval: str | None = None) -> str:
+    if evaluation_interval is None:
+        return f"prometheus/tests/{service}.test.yml"
+    return f"prometheus/tests/{service}.eval-{evaluation_interval}.test.yml"
 
 
 def prometheus_rule_crd(service: str) -> str:
@@ -187,3 +189,40 @@ class FrameworkRecords:
     GROUP_ALLREDUCE_ERRORS = "nccl_group_id:allreduce_errors:rate5m"
     SLA_STEPS = "business_sla_id:train_steps:rate5m"
     SLA_STEP_P95 = "business_sla_id:train_step_duration_seconds:p95_5m"
+
+
+# Business SLO pack: one series per (business_sla_id, slo), hence the level name.
+class SloRecords:
+    LEVEL = "business_sla_id_slo"
+
+    @staticmethod
+    def events(window: str) -> str:
+        """Total events per second over ``window`` (event SLIs)."""
+        return f"business_sla_id_slo:slo_events:rate{window}"
+
+    @staticmethod
+    def errors(window: str) -> str:
+        """Bad events per second over ``window`` (event SLIs)."""
+        return f"business_sla_id_slo:slo_errors:rate{window}"
+
+    @staticmethod
+    def error_ratio(window: str) -> str:
+        return f"business_sla_id_slo:slo_error:ratio_rate{window}"
+
+    @staticmethod
+    def burn_rate(window: str) -> str:
+        return f"business_sla_id_slo:slo_burn_rate:ratio_rate{window}"
+
+    @staticmethod
+    def budget_remaining(window: str) -> str:
+        return f"business_sla_id_slo:slo_error_budget_remaining:ratio{window}"
+
+    # 1 while the SLI is out of bounds at this evaluation (time-slice SLIs).
+    BAD_SLICE = "business_sla_id_slo:slo_bad_slice:bool"
+    OBJECTIVE = "business_sla_id_slo:slo_objective:ratio"
+
+
+def slo_alert_name(slo: str, tier: str, long_window: str) -> str:
+    """E.g. ('model-freshness', 'page', '1h') -> SloModelFreshnessBudgetBurnPage1h."""
+    camel = "".join(part.capitalize() for part in slo.split("-"))
+    return f"Slo{camel}BudgetBurn{tier.capitalize()}{long_window}"

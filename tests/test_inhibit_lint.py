@@ -128,7 +128,7 @@ def test_severity_order_is_a_warning() -> None:
 
 def test_no_match() -> None:
     bad = edge(
-        "hardware-vs-nothing", ['alertname="GpuXidError"'], ['layer="business"'], ("host_name",)
+        "hardware-vs-nothing", ['alertname="GpuXidError"'], ['layer="storage"'], ("host_name",)
     )
     found = run(lint.NoMatch, with_edges(bad))
     assert len(found) == 1 and "target matchers match no generated alert" in found[0].message

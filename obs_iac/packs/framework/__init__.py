@@ -503,17 +503,22 @@ class _Rules:
             ),
         ]
         baseline = fx.offset_minutes(th.baseline_offset)
+        # A day-long baseline at 1m steps is 1,500 evaluations of every rule; 5m steps
+        # keep the same windows and `for` (multiples of 5m) at a fifth of the cost.
+        step = "5m" if baseline >= 360 else None
         cases_regression = [
             fx.case(
                 f"all-reduce {fx.regression_factor():g} times slower than the baseline fires",
                 fx.allreduce_regression(baseline, slowdown=fx.regression_factor()),
                 f"{baseline + 60}m",
                 group_labels,
+                evaluation_interval=step,
             ),
             fx.case(
                 "steady all-reduce does not fire",
                 fx.allreduce_regression(baseline, slowdown=1.0),
                 f"{baseline + 60}m",
+                evaluation_interval=step,
             ),
         ]
         cases_straggler = [

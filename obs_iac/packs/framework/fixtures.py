@@ -241,7 +241,11 @@ class Fixtures:
 
     @staticmethod
     def case(
-        name: str, inputs: Series, eval_time: str, labels: dict[str, str] | None = None
+        name: str,
+        inputs: Series,
+        eval_time: str,
+        labels: dict[str, str] | None = None,
+        evaluation_interval: str | None = None,
     ) -> AlertTestCase:
         return AlertTestCase(
             name=name,
@@ -249,4 +253,5 @@ class Fixtures:
             eval_time=eval_time,
             expect_firing=labels is not None,
             exp_labels=dict(sorted((labels or {}).items())),
+            evaluation_interval=evaluation_interval,
         )
