@@ -180,6 +180,7 @@ class ServicePlan(IR):
     gpu: dict[str, Any]
     sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
     suppressions: tuple[dict[str, Any], ...] = ()
+    acknowledgements: tuple[dict[str, Any], ...] = ()
 
 
 class Plan(IR):

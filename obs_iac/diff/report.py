@@ -1,0 +1,163 @@
+"""The three faces of a diff: a terminal, a PR comment, and a versioned json document."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from obs_iac.diagnostics import Severity
+from obs_iac.diff.compare import Change, DiffResult, Flag
+
+JSON_VERSION = 1
+_SIGN = {"added": "+", "removed": "-", "changed": "~"}
+_COLOR = {"added": "32", "removed": "31", "changed": "33"}
+_SEV_COLOR = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}
+
+
+def _counts(changes: list[Change]) -> Counter[str]:
+    return Counter(c.change for c in changes)
+
+
+def _by_service(result: DiffResult) -> dict[str, tuple[list[Change], list[Flag]]]:
+    out: dict[str, tuple[list[Change], list[Flag]]] = {}
+    for svc in result.services():
+        out[svc] = (
+            [c for c in result.changes if c.id.service == svc],
+            [f for f in result.flags if f.service == svc],
+        )
+    return out
+
+
+def _label(change: Change) -> str:
+    title = f" ({change.title})" if change.title and change.title not in change.id.key else ""
+    return f"{change.id.kind} {change.id.key}{title}"
+
+
+def _totals(result: DiffResult) -> str:
+    counts = _counts(result.changes)
+    services = len({c.id.service for c in result.changes})
+    return (
+        f"{len(result.changes)} changes in {services} service(s) "
+        f"({counts['added']} added, {counts['removed']} removed, {counts['changed']} changed); "
+        f"{result.errors} error(s), {result.warnings} warning(s)"
+    )
+
+
+def to_text(result: DiffResult, color: bool = False) -> str:
+    def paint(text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
+    lines = [f"obs-iac diff: {result.base} -> working tree"]
+    if not result.changes and not result.flags:
+        lines.append("no changes")
+        return "\n".join(lines)
+    for svc, (changes, flags) in _by_service(result).items():
+        lines.append("")
+        lines.append(paint(svc, "1") if color else svc)
+        for change in changes:
+            sign = _SIGN[change.change]
+            head = f"  {sign} {_label(change)}"
+            if change.change == "changed":
+                head += ": " + change.summary
+            lines.append(paint(head, _COLOR[change.change]))
+            for fchange in change.fields:
+                if fchange.minor:
+                    lines.append(f"      {fchange.summary}")
+        for flag in flags:
+            diag = flag.diagnostic
+            sev = paint(diag.severity.label, "1;" + _SEV_COLOR[diag.severity])
+            lines.append(f"  {sev}[{diag.code}]: {diag.message}")
+            if diag.hint:
+                lines.append(f"    help: {diag.hint}")
+    lines.append("")
+    lines.append(_totals(result))
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return text.replace("<", "&lt;")
+
+
+def _code(value: Any) -> str:
+    text = _cell(value)
+    return f"`{text}`" if "`" not in text else text
+
+
+def to_markdown(result: DiffResult) -> str:
+    out = [f"### obs-iac diff: `{result.base}` → this change", ""]
+    if not result.changes and not result.flags:
+        out.append("No change to any generated output.")
+        return "\n".join(out) + "\n"
+    icon = "❌" if result.errors else ("⚠️" if result.warnings else "✅")
+    out.append(f"{icon} {_cell(_totals(result))}")
+    out.append("")
+    out.append("| Service | Added | Removed | Changed | Errors | Warnings |")
+    out.append("|---|---:|---:|---:|---:|---:|")
+    grouped = _by_service(result)
+    for svc, (changes, flags) in grouped.items():
+        counts = _counts(changes)
+        errs = sum(1 for f in flags if f.diagnostic.severity is Severity.ERROR)
+        warns = sum(1 for f in flags if f.diagnostic.severity is Severity.WARNING)
+        out.append(
+            f"| {_cell(svc)} | {counts['added']} | {counts['removed']} | {counts['changed']} "
+            f"| {errs} | {warns} |"
+        )
+    if result.flags:
+        out += ["", "#### Risk flags", ""]
+        for flag in result.flags:
+            diag = flag.diagnostic
+            mark = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}[diag.severity.label]
+            where = f" ({diag.location})" if diag.location else ""
+            out.append(
+                f"- {mark} **{diag.severity.label}** `{diag.code}` {_cell(flag.service)}: "
+                f"{_cell(diag.message)}{_cell(where)}"
+            )
+            if diag.hint:
+                out.append(f"  - help: {_cell(diag.hint)}")
+    for svc, (changes, _) in grouped.items():
+        if not changes:
+            continue
+        out += ["", f"<details><summary><b>{_cell(svc)}</b>: {len(changes)} change(s)</summary>"]
+        out += ["", "| | Kind | Object | Change |", "|---|---|---|---|"]
+        for change in changes:
+            out.append(
+                f"| {_SIGN[change.change]} | {change.id.kind} | {_code(change.id.key)} "
+                f"| {_cell(change.summary if change.change == 'changed' else change.change)} |"
+            )
+        detail = [c for c in changes if c.fields]
+        if detail:
+            out += ["", "| Object | Field | Before | After |", "|---|---|---|---|"]
+            for change in detail:
+                for fchange in change.fields:
+                    out.append(
+                        f"| {_code(change.id.key)} | {_cell(fchange.path)} "
+                        f"| {_code(fchange.before) if fchange.before is not None else '—'} "
+                        f"| {_code(fchange.after) if fchange.after is not None else '—'} |"
+                    )
+        out += ["", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+def to_json(result: DiffResult) -> str:
+    counts = _counts(result.changes)
+    payload = {
+        "version": JSON_VERSION,
+        "base": result.base,
+        "changed": result.changed,
+        "summary": {
+            "added": counts["added"],
+            "removed": counts["removed"],
+            "changed": counts["changed"],
+            "errors": result.errors,
+            "warnings": result.warnings,
+        },
+        "changes": [c.to_json() for c in result.changes],
+        "flags": [
+            {**f.diagnostic.to_json(), "service": f.service, "acknowledged": f.acknowledged}
+            for f in result.flags
+        ],
+    }
+    return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False, default=str)

@@ -1,0 +1,127 @@
+"""The semantic model and the risk rules, on hand-made entities."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from obs_iac.diff.compare import compare, number_changes, risk_flags
+from obs_iac.diff.model import (
+    FLEET,
+    Entity,
+    EntityId,
+    SemanticModel,
+    build_model,
+    duration,
+    partners,
+    squash,
+)
+
+
+def alert(service: str, name: str, severity: str, expr: str = "up == 0") -> Entity:
+    fields = {"expr": expr, "for": "0s", "labels": {"severity": severity, "service": service}}
+    return Entity(EntityId("alert", service, name), "x", fields, {"expr": expr})
+
+
+def model(*entities: Entity) -> SemanticModel:
+    return {e.id: e for e in entities}
+
+
+def edge(target: list[str], key: str = "node-down-mutes-gpu") -> Entity:
+    fields = {"source_matchers": ['alertname="NodeDown"'], "target_matchers": target, "equal": []}
+    return Entity(EntityId("inhibit-edge", FLEET, key), "plan", fields)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("30m", "30m"), ("1800s", "30m"), ("0h30m", "30m"), ("", "0s"), ("90m", "1h30m")],
+)
+def test_duration_spellings(raw: str, expected: str) -> None:
+    assert duration(raw) == expected
+
+
+def test_squash_keeps_strings() -> None:
+    assert squash('a{x="two  spaces"}   >\n  5') == 'a{x="two  spaces"} > 5'
+
+
+def test_number_changes() -> None:
+    assert number_changes('a{x="1"} < 0.1', 'a{x="1"} < 0.05') == [("threshold", "0.1", "0.05")]
+    assert number_changes("rate(a[5m]) > 3", "rate(a[10m]) > 3") == [("duration", "5m", "10m")]
+    assert number_changes("a > 1", "b > 1") is None
+    assert number_changes('a{x="1"} > 1', 'a{x="2"} > 1') is None  # numbers in strings count
+
+
+def test_severity_lowered_and_alert_removed() -> None:
+    before = model(alert("s", "A", "critical"), alert("s", "B", "warning"))
+    after = model(alert("s", "A", "warning"))
+    changes = compare(before, after)
+    flags = risk_flags(changes, after, None, {})
+    assert [(f.diagnostic.code, f.diagnostic.object_path) for f in flags] == [
+        ("diff/severity-lowered", ("s", "alert", "A")),
+        ("diff/alert-removed", ("s", "alert", "B")),
+    ]
+    raised = risk_flags(compare(after, before), before, None, {})
+    assert raised == []  # raising a severity and adding an alert are not risks
+
+
+def test_new_inhibit_edge_that_can_mute_a_critical_alert() -> None:
+    alerts = [alert("s", "Hot", "critical"), alert("s", "Idle", "warning")]
+    after = model(*alerts, edge(['severity=~"critical|warning"']))
+    flags = risk_flags(compare(model(*alerts), after), after, None, {})
+    assert [f.diagnostic.code for f in flags] == ["diff/inhibit-mutes-page"]
+    assert "s/Hot" in flags[0].diagnostic.message
+    assert "Idle" not in flags[0].diagnostic.message
+    # an edge that only mutes warnings is no paging risk
+    harmless = model(*alerts, edge(['severity="warning"']))
+    assert risk_flags(compare(model(*alerts), harmless), harmless, None, {}) == []
+
+
+def test_removed_dcgm_field_still_queried() -> None:
+    used = Entity(EntityId("collector", "s", "DCGM_FI_DEV_GPU_TEMP"), "c", {"type": "gauge"})
+    spare = Entity(EntityId("collector", "s", "DCGM_FI_DEV_MEM_COPY_UTIL"), "c", {"type": "gauge"})
+    rule = alert("s", "Hot", "critical", 'DCGM_FI_DEV_GPU_TEMP{business_sla_id="s"} > 85')
+    flags = risk_flags(compare(model(used, spare, rule), model(rule)), model(rule), None, {})
+    assert [(f.diagnostic.code, f.diagnostic.severity.label) for f in flags] == [
+        ("diff/field-still-used", "error")
+    ]
+    assert "DCGM_FI_DEV_GPU_TEMP" in flags[0].diagnostic.message
+    assert "Hot" in flags[0].diagnostic.message
+
+
+def test_dropped_selector_label() -> None:
+    before = model(alert("s", "Hot", "critical", 'temp{business_sla_id="s"} > 85'))
+    after = model(alert("s", "Hot", "critical", "temp > 85"))
+    flags = risk_flags(compare(before, after), after, None, {})
+    assert [f.diagnostic.code for f in flags] == ["diff/label-dropped"]
+    assert "business_sla_id (business.sla_id)" in flags[0].diagnostic.message
+
+
+def test_twins_are_read_once() -> None:
+    assert partners("prometheus/rules/a.rules.yml") == {"kubernetes/prometheusrules/a.yaml"}
+    assert partners("kubernetes/prometheusrules/a.yaml") == {"prometheus/rules/a.rules.yml"}
+    rules = b"groups:\n- name: obs-iac.a.gpu\n  rules:\n  - alert: X\n    expr: up == 0\n"
+    crd = (
+        b"apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\n"
+        b"metadata: {name: obs-iac-a, namespace: monitoring}\nspec:\n"
+        + b"\n".join(b"  " + line for line in rules.splitlines())
+        + b"\n"
+    )
+    both = {"prometheus/rules/a.rules.yml": rules, "kubernetes/prometheusrules/a.yaml": crd}
+    only_crd = {"kubernetes/prometheusrules/a.yaml": crd}
+    kinds: Any = lambda m: sorted((e.id.kind, e.id.key, e.path) for e in m.values())  # noqa: E731
+    assert kinds(build_model(both, both, ["a"])) == [
+        ("alert", "X", "prometheus/rules/a.rules.yml"),
+        ("object", "PrometheusRule/monitoring/obs-iac-a", "kubernetes/prometheusrules/a.yaml"),
+        ("output", "prometheus/rules/a.rules.yml", "prometheus/rules/a.rules.yml"),
+    ]
+    # plain rule files switched off: the CRD carries the rules, and the diff is only that
+    # the plain file is gone
+    assert [e.id.key for e in build_model(only_crd, only_crd, ["a"]).values()] == [
+        "PrometheusRule/monitoring/obs-iac-a",
+        "X",
+    ]
+    changes = compare(build_model(both, both, ["a"]), build_model(only_crd, both, ["a"]))
+    assert [(c.id.kind, c.id.key, c.change) for c in changes] == [
+        ("output", "prometheus/rules/a.rules.yml", "removed")
+    ]
