@@ -149,11 +149,23 @@ def test_alert_removed_is_flagged(repo: Path) -> None:
     edit(repo, RECOMM, "profiling=True,", "profiling=False,")
     edit(repo, RECOMM, '"DCGM_FI_PROF_SM_OCCUPANCY",\n            "DCGM_FI_PROF_DRAM_ACTIVE",', "")
     result = run_diff(repo, "HEAD")
-    removed = {(k, key) for k, s, key, c in ids(result) if c == "removed"}
-    assert ("alert", "GpuNvlinkThroughputDrop") in removed
-    assert ("collector", "DCGM_FI_PROF_NVLINK_TX_BYTES") in removed
-    assert ("record", "gpu:dcgm_sm_active:ratio") in removed
-    assert ("panel", "hardware/gpu-sm-active") in removed or any(k == "panel" for k, _ in removed)
+    assert ids(result) == {
+        ("alert", "recomm-v2", "GpuNvlinkThroughputDrop", "removed"),
+        ("collector", "recomm-v2", "DCGM_FI_PROF_DRAM_ACTIVE", "removed"),
+        ("collector", "recomm-v2", "DCGM_FI_PROF_NVLINK_RX_BYTES", "removed"),
+        ("collector", "recomm-v2", "DCGM_FI_PROF_NVLINK_TX_BYTES", "removed"),
+        ("collector", "recomm-v2", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "removed"),
+        ("collector", "recomm-v2", "DCGM_FI_PROF_SM_ACTIVE", "removed"),
+        ("collector", "recomm-v2", "DCGM_FI_PROF_SM_OCCUPANCY", "removed"),
+        ("file", "recomm-v2", "prometheus/tests/recomm-v2.test.yml", "changed"),
+        ("panel", "recomm-v2", "hardware/nvlink-change-1m", "removed"),
+        ("panel", "recomm-v2", "hardware/nvlink-throughput", "removed"),
+        ("panel", "recomm-v2", "hardware/sm-active", "removed"),
+        ("record", "recomm-v2", "gpu:dcgm_nvlink_throughput:bytes_per_second", "removed"),
+        ("record", "recomm-v2", "gpu:dcgm_sm_active:ratio", "removed"),
+        ("record", "recomm-v2", "gpu:dcgm_tensor_active:ratio", "removed"),
+    }
+    # the removed collectors were only used by removed rules: no field-still-used flag
     assert codes(result) == [("diff/alert-removed", "warning", "recomm-v2")]
     flag = result.flags[0].diagnostic
     assert "GpuNvlinkThroughputDrop" in flag.message

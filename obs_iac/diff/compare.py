@@ -46,7 +46,8 @@ class Change:
         """One line: the fields that decide behaviour in full, wording and test data
         only counted (their before/after is in the details)."""
         if self.change != "changed":
-            return self.change
+            brief = _brief(self.id.kind, self.after or self.before or {})
+            return f"{self.change}: {brief}" if brief else self.change
         major = [f.summary for f in self.fields if not f.minor]
         minor = sorted({f.path for f in self.fields if f.minor})
         if minor and self.id.kind == "file":
@@ -70,6 +71,26 @@ class Change:
                 for f in self.fields
             ],
         }
+
+
+def _brief(kind: str, fields: Mapping[str, Any]) -> str:
+    """What an added or removed object is, in a few words."""
+    if kind == "alert":
+        severity = (fields.get("labels") or {}).get("severity", "none")
+        return f"severity {severity}, for {fields.get('for', '0s')}"
+    if kind == "record":
+        return _short(str(fields.get("expr", "")), 70)
+    if kind == "collector":
+        return f"{fields.get('type', '')}, needed by {fields.get('needed_by') or '?'}"
+    if kind == "relabel":
+        sources = ",".join(fields.get("source_labels") or ())
+        return f"{fields.get('target_label', '')} from {sources or '-'}"
+    if kind == "inhibit-edge":
+        return (
+            f"{' & '.join(fields.get('source_matchers') or ())} mutes "
+            f"{' & '.join(fields.get('target_matchers') or ())}"
+        )
+    return ""
 
 
 @dataclass(frozen=True)
@@ -451,7 +472,7 @@ def risk_flags(
                     "diff/alert-removed",
                     Severity.WARNING,
                     svc,
-                    f"alert {eid.key} is removed; nothing pages for its condition any more",
+                    f"alert {eid.key} is removed; nothing alerts on its condition any more",
                     "make sure another alert covers it, or acknowledge it in the blueprint",
                     eid,
                     locations,

@@ -58,8 +58,8 @@ def to_text(result: DiffResult, color: bool = False) -> str:
         for change in changes:
             sign = _SIGN[change.change]
             head = f"  {sign} {_label(change)}"
-            if change.change == "changed":
-                head += ": " + change.summary
+            if change.summary != change.change:
+                head += ": " + change.summary.removeprefix(change.change + ": ")
             lines.append(paint(head, _COLOR[change.change]))
             for fchange in change.fields:
                 if fchange.minor:
@@ -82,8 +82,10 @@ def _cell(value: Any) -> str:
 
 
 def _code(value: Any) -> str:
-    text = _cell(value)
-    return f"`{text}`" if "`" not in text else text
+    # Inside a code span entities are not decoded, so only the table's own pipes escape.
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return f"`{text}`" if "`" not in text else _cell(value)
 
 
 def to_markdown(result: DiffResult) -> str:
@@ -125,7 +127,7 @@ def to_markdown(result: DiffResult) -> str:
         for change in changes:
             out.append(
                 f"| {_SIGN[change.change]} | {change.id.kind} | {_code(change.id.key)} "
-                f"| {_cell(change.summary if change.change == 'changed' else change.change)} |"
+                f"| {_cell(change.summary)} |"
             )
         detail = [c for c in changes if c.fields]
         if detail:
