@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: render check-render test check lint typecheck fmt bench golden clean venv
+.PHONY: render check-render diff test check lint typecheck fmt bench golden clean venv
 
 venv: $(STAMP)
 
@@ -19,6 +19,10 @@ render: $(STAMP)
 
 check-render: $(STAMP)
 	$(BIN)/obs-iac render --check
+
+# What the working tree changes in production, against BASE (default: the committed generated/).
+diff: $(STAMP)
+	$(BIN)/obs-iac diff $(if $(BASE),--base $(BASE))
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -322,17 +322,32 @@ def _edge_fields(rule: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def inhibit_file_entities(path: str, rules: Any) -> Iterator[Entity]:
-    for rule in rules or ():
+# The Alertmanager generator writes "# <edge name> (<service>|fleet-wide, pack <p>): why"
+# above each rule, because Alertmanager before 0.30 rejects a `name` key.
+_EDGE_COMMENT = re.compile(
+    r"^#\s*(?P<name>[a-z0-9][a-z0-9-]*)\s+\((?P<scope>[^,()]+),\s*pack\s+[^)]*\):",
+    re.MULTILINE,
+)
+
+
+def inhibit_file_entities(path: str, rules: Any, text: str = "") -> Iterator[Entity]:
+    rules = list(rules or ())
+    named = [(m["name"], m["scope"].strip()) for m in _EDGE_COMMENT.finditer(text)]
+    if len(named) != len(rules):
+        named = []
+    for index, rule in enumerate(rules):
         fields = _edge_fields(rule)
-        key = str(rule.get("name") or "")
-        if not key:  # Alertmanager rules have no name: identity is what they match
+        key, service = str(rule.get("name") or ""), FLEET
+        if named:
+            key = key or named[index][0]
+            service = FLEET if named[index][1] == "fleet-wide" else named[index][1]
+        if not key:  # unnamed and uncommented: identity is what the rule matches
             key = (
                 " & ".join(fields["source_matchers"])
                 + " -> "
                 + " & ".join(fields["target_matchers"])
             )
-        yield Entity(EntityId("inhibit-edge", FLEET, key), path, fields)
+        yield Entity(EntityId("inhibit-edge", service, key), path, fields)
 
 
 def _is_dashboard(data: Any) -> bool:
@@ -373,7 +388,7 @@ def _dashboard_service(data: Mapping[str, Any], service: str, known: Iterable[st
     return next((w for w in words if w in set(known)), FLEET)
 
 
-_IDENTITY_KEYS = {"groups", "metric_relabel_configs", "metricRelabelings", "inhibit_rules"}
+_IDENTITY_KEYS = {"groups", "metric_relabel_configs", "metricRelabelings"}
 
 
 def _k8s_object(data: Any) -> bool:
@@ -418,8 +433,13 @@ def file_entities(
         yield from relabel_entities(path, parsed["metric_relabel_configs"], service)
     elif isinstance(parsed, Mapping) and "metricRelabelings" in parsed:
         yield from relabel_entities(path, parsed["metricRelabelings"], service)
-    elif isinstance(parsed, Mapping) and isinstance(parsed.get("inhibit_rules"), list):
-        yield from inhibit_file_entities(path, parsed["inhibit_rules"])
+    elif (
+        isinstance(parsed, Mapping)
+        and isinstance(parsed.get("inhibit_rules"), list)
+        and "route" not in parsed  # a full alertmanager.yml repeats them: compared as a file
+    ):
+        text = data.decode("utf-8", errors="replace")
+        yield from inhibit_file_entities(path, parsed["inhibit_rules"], text)
         rest = {k: plain(v) for k, v in parsed.items() if k != "inhibit_rules"}
         if rest:
             yield Entity(EntityId("file", service, path), path, {"data": rest})
