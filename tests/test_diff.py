@@ -340,3 +340,18 @@ def test_exit_code_and_formats(repo: Path) -> None:
     assert to_json(result) == js.output.rstrip("\n")
     assert to_markdown(result) == md
     assert "\x1b[33m" in to_text(result, color=True)
+
+
+def test_base_before_obs_iac_existed(tmp_path: Path) -> None:
+    root = tmp_path / "new"
+    root.mkdir()
+    (root / "README.md").write_text("ops repo\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "before obs-iac")
+    shutil.copytree(REPO / "blueprints", root / "blueprints")
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    result = run_diff(root, "main")
+    assert ("alert", "recomm-v2", "GpuXidError", "added") in ids(result)
+    assert {c.change for c in result.changes} == {"added"}
+    assert result.flags == []

@@ -100,6 +100,9 @@ def ref_side(root: Path, ref: str, plugins_factory: PluginsFactory, work: Path) 
     base_root = work / prefix
     try:
         ws = open_workspace(base_root)
+        if not (base_root / ws.config.blueprints).is_dir():
+            # The base predates obs-iac (the PR that introduces it): everything is new.
+            return Side(ref, {}, None)
         result = render(ws, plugins_factory(ws.config))
     except ObsIacError as exc:
         short = commit[:12]
