@@ -129,7 +129,7 @@ def test_pure_reordering_and_formatting_report_nothing(repo: Path) -> None:
                 rule["for"] = "1800s"
             rule["expr"] = rule["expr"].replace(" ", "   ")
     rules.write_text(yaml.safe_dump(data, default_flow_style=True, width=70))
-    relabel = out / "prometheus/relabel/recomm-v2.metric_relabel_configs.yml"
+    relabel = out / "prometheus/relabel/dcgm-exporter.metric_relabel_configs.yml"
     rdata = yaml.safe_load(relabel.read_text())
     rdata["metric_relabel_configs"].reverse()
     relabel.write_text(json.dumps(rdata))  # JSON is YAML, formatted nothing alike
@@ -137,9 +137,13 @@ def test_pure_reordering_and_formatting_report_nothing(repo: Path) -> None:
     lines = csv_path.read_text().splitlines()
     pairs = [lines[i : i + 2] for i in range(2, len(lines), 2)]
     csv_path.write_text("\n".join(lines[:2] + [x for p in reversed(pairs) for x in p]) + "\n")
+    board = out / "grafana/dashboards/obs-iac-recomm-v2.json"
+    bdata = json.loads(board.read_text())
+    bdata["panels"].reverse()
+    board.write_text(json.dumps(bdata, indent=4))
     ws = open_workspace(repo)
     fresh = render(ws).files
-    for path in (rules, relabel, csv_path):
+    for path in (rules, relabel, csv_path, board):
         assert path.read_bytes() != fresh[str(path.relative_to(out))]  # bytes do differ
     result = run_diff(repo)
     assert result.changes == [] and result.flags == []
@@ -149,7 +153,13 @@ def test_alert_removed_is_flagged(repo: Path) -> None:
     edit(repo, RECOMM, "profiling=True,", "profiling=False,")
     edit(repo, RECOMM, '"DCGM_FI_PROF_SM_OCCUPANCY",\n            "DCGM_FI_PROF_DRAM_ACTIVE",', "")
     result = run_diff(repo, "HEAD")
-    assert ids(result) == {
+    panels = {(c.title, c.change) for c in result.changes if c.id.kind == "panel"}
+    assert panels == {
+        ("NVLink throughput vs 1 minute earlier", "removed"),
+        ("NVLink throughput", "removed"),
+        ("SM active", "removed"),
+    }  # the panels below them move up: positions are not changes
+    assert {i for i in ids(result) if i[0] != "panel"} == {
         ("alert", "recomm-v2", "GpuNvlinkThroughputDrop", "removed"),
         ("collector", "recomm-v2", "DCGM_FI_PROF_DRAM_ACTIVE", "removed"),
         ("collector", "recomm-v2", "DCGM_FI_PROF_NVLINK_RX_BYTES", "removed"),
@@ -158,9 +168,6 @@ def test_alert_removed_is_flagged(repo: Path) -> None:
         ("collector", "recomm-v2", "DCGM_FI_PROF_SM_ACTIVE", "removed"),
         ("collector", "recomm-v2", "DCGM_FI_PROF_SM_OCCUPANCY", "removed"),
         ("file", "recomm-v2", "prometheus/tests/recomm-v2.test.yml", "changed"),
-        ("panel", "recomm-v2", "hardware/nvlink-change-1m", "removed"),
-        ("panel", "recomm-v2", "hardware/nvlink-throughput", "removed"),
-        ("panel", "recomm-v2", "hardware/sm-active", "removed"),
         ("record", "recomm-v2", "gpu:dcgm_nvlink_throughput:bytes_per_second", "removed"),
         ("record", "recomm-v2", "gpu:dcgm_sm_active:ratio", "removed"),
         ("record", "recomm-v2", "gpu:dcgm_tensor_active:ratio", "removed"),
@@ -187,15 +194,11 @@ def test_dropped_canonical_label_is_a_red_line(repo: Path, monkeypatch: pytest.M
     # An obs-iac upgrade (here: a patched pack) that stops producing host_name.
     _drop_host_rule(monkeypatch)
     result = run_diff(repo)
-    assert ids(result) == {
-        ("relabel", "recomm-v2", "host.name", "removed"),
-        ("relabel", "image-classify-v3", "host.name", "removed"),
-    }
-    assert codes(result) == [
-        ("diff/label-dropped", "error", "image-classify-v3"),
-        ("diff/label-dropped", "error", "recomm-v2"),
-    ]
-    assert result.errors == 2
+    # both services share one relabelling file for the dcgm-exporter scrape job
+    assert ids(result) == {("relabel", "(fleet)", "dcgm-exporter: host.name", "removed")}
+    assert codes(result) == [("diff/label-dropped", "error", "(fleet)")]
+    assert "canonical label host.name (host_name) was removed" in result.flags[0].diagnostic.message
+    assert result.errors == 1
     runner = CliRunner()
     cli = runner.invoke(main, ["--root", str(repo), "diff"])
     assert cli.exit_code == 1, cli.output
@@ -217,13 +220,16 @@ def test_acknowledged_label_drop_is_a_warning(repo: Path, monkeypatch: pytest.Mo
         'sla_id="recomm_v2",\n    acknowledge=(Acknowledgement(code="diff/label-dropped", '
         'reason="host_name moves to the node exporter join"),),',
     )
+    # shared relabelling: an acknowledgement without a target does not cover it
+    assert codes(run_diff(repo)) == [("diff/label-dropped", "error", "(fleet)")]
+    edit(repo, RECOMM, 'exporter join"),', 'exporter join", target="host.name"),')
     result = run_diff(repo)
-    by_service = {f.service: f for f in result.flags}
-    ack = by_service["recomm-v2"]
-    assert ack.diagnostic.severity.label == "warning"
+    assert codes(result) == [("diff/label-dropped", "warning", "(fleet)")]
+    ack = result.flags[0]
     assert ack.acknowledged == "host_name moves to the node exporter join"
     assert "acknowledged: host_name moves" in ack.diagnostic.message
-    assert by_service["image-classify-v3"].diagnostic.severity.label == "error"
+    assert result.errors == 0
+    assert CliRunner().invoke(main, ["--root", str(repo), "diff"]).exit_code == 0
 
 
 def test_label_spelling_change_is_a_format_change(repo: Path) -> None:
@@ -234,7 +240,7 @@ def test_label_spelling_change_is_a_format_change(repo: Path) -> None:
         for f in result.flags
         if f.diagnostic.code == "diff/label-format-changed"
     }
-    assert ("recomm-v2", "resource.gpu.id") in flagged
+    assert ("(fleet)", "dcgm-exporter: resource.gpu.id") in flagged
     assert ("recomm-v2", "GpuTemperatureHigh") in flagged  # business_sla_id -> "business.sla_id"
     assert all(f.diagnostic.severity.label == "error" for f in result.flags)
     assert not [f for f in result.flags if f.diagnostic.code == "diff/label-dropped"]

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from obs_iac.cli import main
-from obs_iac.scaffold import GITHUB_WORKFLOW, GITLAB_CI, MAKEFILE
+from obs_iac.scaffold.gitops import GITHUB_WORKFLOW, GITLAB_CI, MAKEFILE
 
 REPO = Path(__file__).resolve().parents[1]
 OBS_IAC = Path(sys.executable).with_name("obs-iac")

@@ -222,7 +222,11 @@ def field_changes(before: Entity, after: Entity) -> tuple[FieldChange, ...]:
                 summary = f"{path} removed: {_short(old)}"
             else:
                 summary = f"{path} {_short(old)} -> {_short(new)}"
-            minor = before.id.kind == "file" or path.startswith("annotations")
+            minor = (
+                before.id.kind == "file"
+                or path.startswith("annotations")
+                or path.split(".")[-1] in ("description", "help")
+            )
             out.append(FieldChange(path, old, new, summary, minor))
     order = {"expr": 0, "for": 1, "keep_firing_for": 2}
     return tuple(
@@ -410,17 +414,19 @@ def risk_flags(
                             locations,
                         )
                     )
-        if eid.kind == "relabel" and canonical_for_spelling(eid.key.split("#")[0]) is not None:
-            if change.change == "removed":
+        label = str((change.raw_after or change.raw_before).get("label") or "")
+        if eid.kind == "relabel" and label:
+            if change.change == "removed" and not _moved(change, changes):
                 flags.append(
                     _flag(
                         "diff/label-dropped",
                         Severity.ERROR,
                         svc,
-                        f"the relabelling that produces the canonical label {eid.key} "
-                        f"({before.get('target_label')}) was removed",
-                        "series of this service lose the label; restore the relabel rule, or "
-                        "acknowledge it in the blueprint",
+                        f"the relabelling that produces the canonical label {label} "
+                        f"({before.get('target_label')}) was removed from {change.path}",
+                        "series scraped with it lose the label; restore the relabel rule, or "
+                        "acknowledge it in the blueprint (for relabelling shared by several "
+                        f"services: with target='{label}')",
                         eid,
                         locations,
                     )
@@ -438,7 +444,8 @@ def risk_flags(
                             "diff/label-format-changed",
                             Severity.ERROR,
                             svc,
-                            f"the value format of the canonical label {eid.key} changed "
+                            f"the value format of the canonical label {label} changed in "
+                            f"{change.path} "
                             f"({', '.join(sorted(set(moved)))})",
                             "existing series, dashboards and silences keep the old values; "
                             "acknowledge it in the blueprint if intended",
@@ -531,6 +538,18 @@ def risk_flags(
     return flags
 
 
+def _moved(change: Change, changes: Sequence[Change]) -> bool:
+    """A relabel rule that left one variant file and arrived unchanged in another (the
+    relabelling was split or its file renamed) is not a dropped label."""
+    return any(
+        other.change == "added"
+        and other.id.kind == "relabel"
+        and other.raw_after.get("label") == change.raw_before.get("label")
+        and other.after == change.before
+        for other in changes
+    )
+
+
 def _inhibit_flags(
     change: Change, after_model: SemanticModel, locations: Mapping[str, Location]
 ) -> Iterable[Flag]:
@@ -602,14 +621,18 @@ def apply_acknowledgements(flags: list[Flag], acks: Sequence[Acknowledgement]) -
     out = []
     for flag in flags:
         diag = flag.diagnostic
-        target = diag.object_path[-1] if diag.object_path else ""
+        key = diag.object_path[-1] if diag.object_path else ""
+        targets = {key, key.rsplit(": ", 1)[-1]}  # relabel keys are "<variant>: <label>"
         ack = next(
             (
                 a
                 for a in acks
-                if a.service == flag.service
-                and a.code == diag.code
-                and (a.target is None or a.target == target)
+                if a.code == diag.code
+                and (
+                    (a.service == flag.service and (a.target is None or a.target in targets))
+                    # shared (fleet) output: any service may accept it, naming the target
+                    or (flag.service == FLEET and a.target in targets)
+                )
             ),
             None,
         )

@@ -177,8 +177,9 @@ def _pattern(template: str) -> re.Pattern[str]:
 
 
 _TWIN_PATTERNS = tuple((_pattern(t), _pattern(p), t, p) for t, p in _TWINS)
-# Paths whose {} is a service name (dashboards are named by uid instead).
-SERVICE_PATTERNS = tuple(_pattern(t) for pair in _TWINS[:3] for t in pair)
+# Paths whose {} is a service name (relabelling is named by scrape variant, dashboards
+# by uid).
+SERVICE_PATTERNS = tuple(_pattern(t) for pair in _TWINS[:2] for t in pair)
 
 
 def primary_of(path: str) -> str | None:
@@ -276,7 +277,11 @@ def relabel_entities(path: str, rules: Any, service: str) -> Iterator[Entity]:
         counts[key] = counts.get(key, 0) + 1
         if counts[key] > 1:
             key = f"{key}#{counts[key]}"
-        yield Entity(EntityId("relabel", service, key), path, rule)
+        # Relabelling is one file per scrape-source variant, shared by services; the
+        # variant (the file's stem, the same for the ServiceMonitor twin) scopes the key.
+        variant = PurePosixPath(path).name.split(".", 1)[0]
+        display = {"label": canonical.key if canonical is not None else ""}
+        yield Entity(EntityId("relabel", service, f"{variant}: {key}"), path, rule, display)
 
 
 _REASON = re.compile(r"^#\s*(?P<name>[A-Z][A-Z0-9_]+):\s*needed by\s*(?P<reason>.*)$")

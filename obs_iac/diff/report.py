@@ -30,6 +30,10 @@ def _by_service(result: DiffResult) -> dict[str, tuple[list[Change], list[Flag]]
 
 
 def _label(change: Change) -> str:
+    if change.id.kind == "panel" and change.title:
+        # a panel's identity is a hashed id; people know it by its title
+        board = change.id.key.rsplit(" / ", 1)[0] if " / " in change.id.key else ""
+        return f"panel {change.title!r}" + (f" in {board}" if board else "")
     title = f" ({change.title})" if change.title and change.title not in change.id.key else ""
     return f"{change.id.kind} {change.id.key}{title}"
 
@@ -125,8 +129,9 @@ def to_markdown(result: DiffResult) -> str:
         out += ["", f"<details><summary><b>{_cell(svc)}</b>: {len(changes)} change(s)</summary>"]
         out += ["", "| | Kind | Object | Change |", "|---|---|---|---|"]
         for change in changes:
+            shown = change.title if change.id.kind == "panel" and change.title else change.id.key
             out.append(
-                f"| {_SIGN[change.change]} | {change.id.kind} | {_code(change.id.key)} "
+                f"| {_SIGN[change.change]} | {change.id.kind} | {_code(shown)} "
                 f"| {_cell(change.summary)} |"
             )
         detail = [c for c in changes if c.fields]

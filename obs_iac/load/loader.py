@@ -69,6 +69,7 @@ def validation_diagnostics(
     line: int,
     prefix: tuple[str | int, ...] = (),
     object_path: tuple[str, ...] = (),
+    prefix_in_call: bool = False,
 ) -> list[Diagnostic]:
     """One diagnostic per pydantic error, each pointing at the line that wrote the field."""
     call = find_call(tree, line) if tree is not None else None
@@ -77,7 +78,7 @@ def validation_diagnostics(
         loc = tuple(err["loc"])
         field_line, column = (line, 0)
         if call is not None:
-            field_line, column = locate(call, loc)
+            field_line, column = locate(call, (*prefix, *loc) if prefix_in_call else loc)
             field_line = field_line or line
         path = ".".join(str(p) for p in (*prefix, *loc)) or "(service)"
         diags.append(
@@ -91,28 +92,6 @@ def validation_diagnostics(
             )
         )
     return diags
-
-
-def enclosing_keywords(tree: ast.AST, line: int) -> tuple[str | int, ...]:
-    """For a model built inline (``gpu=GpuFleet(...)``), the keyword path from the
-    outermost call down to it, so errors say ``gpu.count`` and not just ``count``."""
-    inner = find_call(tree, line)
-    if inner is None:
-        return ()
-    parents: dict[int, tuple[ast.AST, str | None]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            for kw in node.keywords:
-                parents[id(kw.value)] = (node, kw.arg)
-    path: list[str | int] = []
-    current: ast.AST = inner
-    while id(current) in parents:
-        parent, arg = parents[id(current)]
-        if arg is None:
-            break
-        path.append(arg)
-        current = parent
-    return tuple(reversed(path))
 
 
 def _message(err: Any) -> str:
@@ -140,6 +119,27 @@ def _hint(err: Any) -> str:
     if kind.startswith(("int_", "float_", "bool_", "string_type", "tuple_", "list_")):
         return "expected type: " + str(err["msg"]).replace("Input should be ", "")
     return "`obs-iac schema` describes every field, with its type and pattern"
+
+
+def _keyword_path(tree: ast.AST, line: int) -> tuple[str, ...]:
+    """The keywords leading to the model built on ``line``: a GpuFleet passed as
+    ``service(gpu=GpuFleet(...))`` reports its fields as ``gpu.<field>``."""
+    call = find_call(tree, line)
+    if call is None:
+        return ()
+    parents: dict[ast.AST, ast.AST] = {
+        child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
+    }
+    path: list[str] = []
+    node: ast.AST = call
+    while node in parents:
+        parent = parents[node]
+        if isinstance(parent, ast.keyword) and parent.arg is not None:
+            path.append(parent.arg)
+        elif not isinstance(parent, ast.Call):
+            break
+        node = parent
+    return tuple(reversed(path))
 
 
 def _user_frame_line(exc: BaseException, filename: str) -> int | None:
@@ -191,8 +191,20 @@ def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) ->
             exec(code, namespace)
         except ValidationError as exc:
             line = _user_frame_line(exc, str(path)) or 1
-            prefix = enclosing_keywords(tree, line)
+            prefix = _keyword_path(tree, line) or (str(exc.title),)
             problems.extend(validation_diagnostics(exc, rel, tree, line, prefix=prefix))
+        except SystemExit as exc:
+            # Not an Exception: left alone it would end obs-iac itself, with the
+            # blueprint's exit code and nothing rendered or checked.
+            problems.append(
+                Diagnostic(
+                    "blueprint/error",
+                    Severity.ERROR,
+                    f"the blueprint called exit({exc.code!r})",
+                    hint="a blueprint should only declare services; remove the exit call",
+                    location=Location(rel, _user_frame_line(exc, str(path))),
+                )
+            )
         except Exception as exc:
             problems.append(
                 Diagnostic(

@@ -31,6 +31,9 @@ from obs_iac.labels import (
     K8S_POD,
     SLA_ID,
     LabelNaming,
+    is_classic_label_name,
+    promql_string,
+    template_literal,
 )
 from obs_iac.plan.compile import ServiceBlueprint
 from obs_iac.plan.model import (
@@ -179,7 +182,11 @@ class _TestSeries:
     labels: dict[str, str]
 
     def series(self, metric: str) -> str:
-        inner = ", ".join(f'{k}="{v}"' for k, v in sorted(self.labels.items()))
+        # Escaped like any PromQL literal: a GPU model string may hold quotes or newlines.
+        inner = ", ".join(
+            f"{k if is_classic_label_name(k) else promql_string(k)}={promql_string(v)}"
+            for k, v in sorted(self.labels.items())
+        )
         return f"{metric}{{{inner}}}"
 
 
@@ -233,6 +240,9 @@ class GpuPack(Pack):
         self, service: ServiceBlueprint, draft: Contribution, ctx: PackContext
     ) -> Contribution:
         """Derives the collector set from every query any pack generated."""
+        if any(d.severity is Severity.ERROR for d in draft.diagnostics):
+            # expand() already reported why this service has no usable field set.
+            return Contribution()
         fleet = service.service.gpu
         catalog = dcgm.catalog()
         reasons: dict[str, str] = {}
@@ -241,7 +251,8 @@ class GpuPack(Pack):
                 if metric in catalog:
                     reasons.setdefault(metric, owner)
         for extra in fleet.extra_fields:
-            reasons.setdefault(extra, "extra")
+            if extra in catalog:
+                reasons.setdefault(extra, "extra")
         fields = []
         out = Contribution()
         for name in sorted(reasons, key=lambda n: (catalog[n].field_id, n)):
@@ -493,7 +504,12 @@ class GpuPack(Pack):
                 labels=dict(sorted(labels.items())),
                 annotations={
                     "description": description,
-                    "runbook_url": conventions.runbook_url(svc.runbook_base_url, name),
+                    # User text goes through template_literal: annotations are Go
+                    # templates, and a stray "{{" must neither break nor change them.
+                    "runbook_url": template_literal(
+                        conventions.runbook_url(svc.runbook_base_url, name)
+                    ),
+                    "sla_objective": template_literal(svc.objective),
                     "summary": summary,
                 },
                 tests=tuple(tests),

@@ -1,0 +1,1 @@
+"""Lint rules: one module per area; each rule has a docs page under docs/lint/."""
