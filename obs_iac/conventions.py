@@ -101,3 +101,18 @@ class Records:
     NVLINK_THROUGHPUT = "gpu:dcgm_nvlink_throughput:bytes_per_second"
     SLA_GPU_UTILIZATION = "business_sla_id:dcgm_gpu_utilization:avg_ratio"
     SLA_GPU_WASTE = "business_sla_id:gpu_waste:ratio_avg5m"
+
+
+# Alertmanager: one file for the whole fleet (Alertmanager has one config), plus CRDs.
+ALERTMANAGER_INHIBIT_RULES = "alertmanager/inhibit_rules.yml"
+ALERTMANAGER_CONFIG = "alertmanager/alertmanager.yml"
+INHIBIT_MATRIX = "alertmanager/inhibit-matrix.md"
+ALERTMANAGER_GLOBAL_INHIBIT_CRD = "kubernetes/alertmanagerconfigs/global-inhibit-rules.yaml"
+
+
+def alertmanager_config_crd(service: str) -> str:
+    return f"kubernetes/alertmanagerconfigs/{service}.yaml"
+
+
+def alertmanager_config_name(service: str) -> str:
+    return f"obs-iac-{service}"

@@ -136,6 +136,10 @@ class GeneratorContext:
     naming: LabelNaming
     repo: RepoConfig
     settings: BaseModel
+    # Text of the repository files the generator asked for through an optional
+    # ``inputs(settings) -> Iterable[str]`` method (paths relative to the repo root). The
+    # pipeline reads them, so generators stay free of I/O.
+    inputs: Mapping[str, str] = field(default_factory=dict)
 
 
 class Generator:

@@ -14,9 +14,10 @@ from obs_iac.blueprint.models import CORE_FIELDS, Service
 from obs_iac.blueprint.registry import Registration
 from obs_iac.config import RepoConfig
 from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, Severity
-from obs_iac.labels import LabelNaming
+from obs_iac.labels import LabelNaming, template_literal
 from obs_iac.load.loader import LoadedBlueprints, validation_diagnostics
 from obs_iac.plan.model import (
+    AlertRule,
     MetricSpec,
     Plan,
     ServicePlan,
@@ -241,11 +242,29 @@ def expand_service(
         total.extend(part)
     if any(d.severity is Severity.ERROR for d in total.diagnostics):
         return total  # finalize hooks may rely on what expand validated
+    _annotate_objective(total, svc)
     for pack in plugins.packs:
         finalize = getattr(pack.obj, "finalize", None)
         if finalize is not None:
             total.extend(finalize(svc, total, contexts[pack.name]))
     return total
+
+
+def _annotate_objective(total: Contribution, svc: ServiceBlueprint) -> None:
+    """Every alert of a service says which SLA is at stake, whichever pack made it."""
+    objective = template_literal(svc.service.objective)
+    for index, group in enumerate(total.rule_groups):
+        if group.service != svc.name:
+            continue
+        rules = tuple(
+            rule.model_copy(
+                update={"annotations": {**rule.annotations, "sla_objective": objective}}
+            )
+            if isinstance(rule, AlertRule) and "sla_objective" not in rule.annotations
+            else rule
+            for rule in group.rules
+        )
+        total.rule_groups[index] = group.model_copy(update={"rules": rules})
 
 
 def assemble(

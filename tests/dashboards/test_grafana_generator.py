@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -232,14 +233,24 @@ def test_configmap_over_the_limit_is_an_input_error(
     assert diag.location is not None and diag.location.file == "b.py"
 
 
-def test_utf8_naming_quotes_labels_and_keeps_variable_names() -> None:
+def test_utf8_naming_quotes_labels_and_keeps_variable_names(tmp_path: Path) -> None:
+    import re
+    import shutil
+
     from conftest import REPO
 
     from obs_iac.config import RepoConfig
     from obs_iac.pipeline import open_workspace, render
     from obs_iac.promql import parse
 
-    result = render(open_workspace(REPO, config=RepoConfig(naming="utf8")))
+    # The examples' hand-written inhibit edge spells labels classically; drop it here.
+    shutil.copytree(REPO / "blueprints", tmp_path / "blueprints")
+    example = tmp_path / "blueprints" / "image_classify_v3.py"
+    example.write_text(
+        re.sub(r"\n    inhibitions=\{.*?\n    \},", "", example.read_text(), flags=re.S)
+    )
+    config = RepoConfig(naming="utf8", alertmanager_min_version="0.27")
+    result = render(open_workspace(tmp_path, config=config))
     board = next(a.data for a in result.artifacts if a.path.endswith("obs-iac-recomm-v2.json"))
     exprs = [t["expr"] for p in content_panels(board) for t in p["targets"]]
     assert '"resource.gpu.id"=~"$resource_gpu_id"' in exprs[0]
