@@ -168,11 +168,17 @@ def test_alert_removed_is_flagged(repo: Path) -> None:
         ("collector", "recomm-v2", "DCGM_FI_PROF_SM_ACTIVE", "removed"),
         ("collector", "recomm-v2", "DCGM_FI_PROF_SM_OCCUPANCY", "removed"),
         ("file", "recomm-v2", "prometheus/tests/recomm-v2.test.yml", "changed"),
+        # the built-in edges stop naming the removed alert
+        ("inhibit-edge", "recomm-v2", "gpu-fault-mutes-gpu-symptoms", "changed"),
+        ("inhibit-edge", "recomm-v2", "gpu-node-down-mutes-gpu-alerts", "changed"),
+        ("file", "(fleet)", "alertmanager/inhibit-matrix.md", "changed"),
+        ("file", "(fleet)", "kubernetes/alertmanagerconfigs/global-inhibit-rules.yaml", "changed"),
         ("record", "recomm-v2", "gpu:dcgm_nvlink_throughput:bytes_per_second", "removed"),
         ("record", "recomm-v2", "gpu:dcgm_sm_active:ratio", "removed"),
         ("record", "recomm-v2", "gpu:dcgm_tensor_active:ratio", "removed"),
     }
-    # the removed collectors were only used by removed rules: no field-still-used flag
+    # the removed collectors were only used by removed rules: no field-still-used flag;
+    # narrowing an inhibit edge is no paging risk
     assert codes(result) == [("diff/alert-removed", "warning", "recomm-v2")]
     flag = result.flags[0].diagnostic
     assert "GpuNvlinkThroughputDrop" in flag.message
@@ -233,7 +239,15 @@ def test_acknowledged_label_drop_is_a_warning(repo: Path, monkeypatch: pytest.Mo
 
 
 def test_label_spelling_change_is_a_format_change(repo: Path) -> None:
-    (repo / "pyproject.toml").write_text(PYPROJECT + 'naming = "utf8"\n')
+    (repo / "pyproject.toml").write_text(
+        PYPROJECT + 'naming = "utf8"\nalertmanager_min_version = "0.27"\n'
+    )
+    edit(
+        repo,
+        "blueprints/image_classify_v3.py",
+        '"equal": ["business_sla_id", "host_name", "resource_gpu_id"]',
+        '"equal": ["business.sla_id", "host.name", "resource.gpu.id"]',
+    )
     result = run_diff(repo, "HEAD")
     flagged = {
         (f.service, f.diagnostic.object_path[-1])
@@ -360,4 +374,37 @@ def test_base_before_obs_iac_existed(tmp_path: Path) -> None:
     result = run_diff(root, "main")
     assert ("alert", "recomm-v2", "GpuXidError", "added") in ids(result)
     assert {c.change for c in result.changes} == {"added"}
-    assert result.flags == []
+    # every new inhibit edge that can mute a critical alert is pointed out, nothing else
+    assert {f.diagnostic.code for f in result.flags} == {"diff/inhibit-mutes-page"}
+    assert result.errors == 0
+
+
+def test_new_inhibit_edge_that_mutes_a_critical_alert(repo: Path) -> None:
+    edit(
+        repo,
+        RECOMM,
+        'sla_id="recomm_v2",',
+        """sla_id="recomm_v2",
+    inhibitions={
+        "add": [
+            {
+                "name": "util-low-mutes-heat",
+                "reason": "an idle GPU cannot overheat for long",
+                "source_alerts": ["GpuUtilizationLow"],
+                "target_alerts": ["GpuTemperatureHigh"],
+                "equal": ["business_sla_id", "host_name", "resource_gpu_id"],
+            }
+        ],
+    },""",
+    )
+    result = run_diff(repo)
+    edge = change(result, "inhibit-edge", "util-low-mutes-heat")
+    assert edge.change == "added" and edge.id.service == "recomm-v2"
+    assert edge.after is not None
+    assert edge.after["target_matchers"] == [
+        'alertname="GpuTemperatureHigh"',
+        'service="recomm-v2"',
+    ]
+    flags = [f for f in result.flags if f.diagnostic.code == "diff/inhibit-mutes-page"]
+    assert [(f.diagnostic.severity.label, f.service) for f in flags] == [("warning", "recomm-v2")]
+    assert "can mute paging alerts: recomm-v2/GpuTemperatureHigh" in flags[0].diagnostic.message

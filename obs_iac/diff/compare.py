@@ -550,24 +550,34 @@ def _moved(change: Change, changes: Sequence[Change]) -> bool:
     )
 
 
-def _inhibit_flags(
-    change: Change, after_model: SemanticModel, locations: Mapping[str, Location]
-) -> Iterable[Flag]:
-    edge = change.after or {}
-    targets = list(edge.get("target_matchers") or ())
-    muted = []
-    for entity in after_model.values():
+def _mutable(targets: Sequence[str], model: SemanticModel) -> set[str]:
+    """Paging alerts every target matcher can match (alertname is the alert's name)."""
+    out = set()
+    for entity in model.values():
         if entity.id.kind != "alert":
             continue
         labels = dict(entity.fields.get("labels") or {})
         if labels.get("severity") not in PAGING:
             continue
-        if change.id.service not in (FLEET, entity.id.service):
-            continue
+        labels.setdefault("alertname", entity.id.key.split("@", 1)[0])
         if all(_matches(m, labels) for m in targets):
-            muted.append(f"{entity.id.service}/{entity.id.key}")
+            out.add(f"{entity.id.service}/{entity.id.key}")
+    return out
+
+
+def _inhibit_flags(
+    change: Change, after_model: SemanticModel, locations: Mapping[str, Location]
+) -> Iterable[Flag]:
+    after = _mutable(list((change.after or {}).get("target_matchers") or ()), after_model)
+    # A changed edge is a new risk only for alerts it could not mute before (narrowing
+    # an edge, or touching only its source side, is not).
+    before = (
+        _mutable(list((change.before or {}).get("target_matchers") or ()), after_model)
+        if change.change == "changed"
+        else set()
+    )
+    muted = sorted(after - before)
     if muted:
-        muted.sort()
         more = f" and {len(muted) - 5} more" if len(muted) > 5 else ""
         yield _flag(
             "diff/inhibit-mutes-page",

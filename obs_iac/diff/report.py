@@ -10,6 +10,7 @@ from obs_iac.diagnostics import Severity
 from obs_iac.diff.compare import Change, DiffResult, Flag
 
 JSON_VERSION = 1
+MAX_DETAIL_LINES = 8  # per object in the terminal; markdown and json list everything
 _SIGN = {"added": "+", "removed": "-", "changed": "~"}
 _COLOR = {"added": "32", "removed": "31", "changed": "33"}
 _SEV_COLOR = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}
@@ -65,9 +66,13 @@ def to_text(result: DiffResult, color: bool = False) -> str:
             if change.summary != change.change:
                 head += ": " + change.summary.removeprefix(change.change + ": ")
             lines.append(paint(head, _COLOR[change.change]))
-            for fchange in change.fields:
-                if fchange.minor:
-                    lines.append(f"      {fchange.summary}")
+            minor = [f.summary for f in change.fields if f.minor]
+            lines.extend(f"      {text}" for text in minor[:MAX_DETAIL_LINES])
+            if len(minor) > MAX_DETAIL_LINES:
+                lines.append(
+                    f"      ... and {len(minor) - MAX_DETAIL_LINES} more "
+                    "(--format json or markdown lists them all)"
+                )
         for flag in flags:
             diag = flag.diagnostic
             sev = paint(diag.severity.label, "1;" + _SEV_COLOR[diag.severity])
