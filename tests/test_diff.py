@@ -23,6 +23,7 @@ from obs_iac.plan.model import Plan
 from obs_iac.plugins import GENERATORS, Generator, GeneratorContext, PluginSet, discover
 from obs_iac.render.artifact import Artifact
 from obs_iac.render.writer import write
+from tests.tools import require_tool
 
 REPO = Path(__file__).resolve().parents[1]
 RECOMM = "blueprints/recomm_v2.py"
@@ -31,7 +32,7 @@ PYPROJECT = '[tool.obs-iac]\nblueprints = "blueprints"\noutput = "generated"\n'
 
 def git(root: Path, *args: str) -> str:
     proc = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        [require_tool("git"), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
         cwd=root,
         check=True,
         capture_output=True,

@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 from click.testing import CliRunner
 
 from obs_iac.cli import main
 from obs_iac.scaffold.gitops import GITHUB_WORKFLOW, GITLAB_CI, MAKEFILE
+from tests.tools import require_tool
 
 REPO = Path(__file__).resolve().parents[1]
 OBS_IAC = Path(sys.executable).with_name("obs-iac")
 
 
 def _make(root: Path, target: str) -> subprocess.CompletedProcess[str]:
-    if shutil.which("make") is None:
-        pytest.skip("make is not installed")
+    make = require_tool("make")
     return subprocess.run(
-        ["make", target, f"OBS_IAC={OBS_IAC}"], cwd=root, capture_output=True, text=True
+        [make, target, f"OBS_IAC={OBS_IAC}"], cwd=root, capture_output=True, text=True
     )
 
 
