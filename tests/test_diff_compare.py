@@ -156,3 +156,18 @@ def test_inhibit_rules_file_edges_are_named_by_their_comments() -> None:
     flags = risk_flags(changes, after, None, {})
     assert [f.diagnostic.code for f in flags] == ["diff/inhibit-mutes-page"]
     assert "recomm-v2/GpuTemperatureHigh" in flags[0].diagnostic.message
+
+
+def test_markdown_fits_a_comment() -> None:
+    from obs_iac.diff.compare import DiffResult
+    from obs_iac.diff.report import to_markdown
+
+    before = model(*(alert(f"svc-{i:04d}", "Hot", "critical", "t > 85") for i in range(400)))
+    after = model(*(alert(f"svc-{i:04d}", "Hot", "critical", "t > 80") for i in range(400)))
+    result = DiffResult("generated/", compare(before, after), [])
+    full = to_markdown(result, limit=10**9)
+    assert "| svc-0399 | 0 | 0 | 1 | 0 | 0 |" in full and "_Cut to fit" not in full
+    cut = to_markdown(result, limit=20_000)
+    assert len(cut) <= 20_000
+    assert cut.startswith(full[: full.index("| svc-0000")])  # totals and summary head kept
+    assert "_Cut to fit a comment:" in cut and "`obs-iac diff --format json`" in cut

@@ -10,6 +10,7 @@ from obs_iac.diagnostics import Severity
 from obs_iac.diff.compare import Change, DiffResult, Flag
 
 JSON_VERSION = 1
+MARKDOWN_LIMIT = 60_000  # characters; GitHub rejects PR comments above 65,536
 MAX_DETAIL_LINES = 8  # per object in the terminal; markdown and json list everything
 _SIGN = {"added": "+", "removed": "-", "changed": "~"}
 _COLOR = {"added": "32", "removed": "31", "changed": "33"}
@@ -97,25 +98,39 @@ def _code(value: Any) -> str:
     return f"`{text}`" if "`" not in text else _cell(value)
 
 
-def to_markdown(result: DiffResult) -> str:
+def _details(svc: str, changes: list[Change]) -> list[str]:
+    out = ["", f"<details><summary><b>{_cell(svc)}</b>: {len(changes)} change(s)</summary>"]
+    out += ["", "| | Kind | Object | Change |", "|---|---|---|---|"]
+    for change in changes:
+        shown = change.title if change.id.kind == "panel" and change.title else change.id.key
+        out.append(
+            f"| {_SIGN[change.change]} | {change.id.kind} | {_code(shown)} "
+            f"| {_cell(change.summary)} |"
+        )
+    detail = [c for c in changes if c.fields]
+    if detail:
+        out += ["", "| Object | Field | Before | After |", "|---|---|---|---|"]
+        for change in detail:
+            for fchange in change.fields:
+                out.append(
+                    f"| {_code(change.id.key)} | {_cell(fchange.path)} "
+                    f"| {_code(fchange.before) if fchange.before is not None else '—'} "
+                    f"| {_code(fchange.after) if fchange.after is not None else '—'} |"
+                )
+    out += ["", "</details>"]
+    return out
+
+
+def to_markdown(result: DiffResult, limit: int = MARKDOWN_LIMIT) -> str:
+    """A PR comment. Totals and every risk flag always fit; the per-service tables and
+    details are cut where the comment would exceed ``limit`` characters (GitHub rejects
+    comments above 65,536), with a note saying what was left out."""
     out = [f"### obs-iac diff: `{result.base}` → this change", ""]
     if not result.changes and not result.flags:
         out.append("No change to any generated output.")
         return "\n".join(out) + "\n"
     icon = "❌" if result.errors else ("⚠️" if result.warnings else "✅")
     out.append(f"{icon} {_cell(_totals(result))}")
-    out.append("")
-    out.append("| Service | Added | Removed | Changed | Errors | Warnings |")
-    out.append("|---|---:|---:|---:|---:|---:|")
-    grouped = _by_service(result)
-    for svc, (changes, flags) in grouped.items():
-        counts = _counts(changes)
-        errs = sum(1 for f in flags if f.diagnostic.severity is Severity.ERROR)
-        warns = sum(1 for f in flags if f.diagnostic.severity is Severity.WARNING)
-        out.append(
-            f"| {_cell(svc)} | {counts['added']} | {counts['removed']} | {counts['changed']} "
-            f"| {errs} | {warns} |"
-        )
     if result.flags:
         out += ["", "#### Risk flags", ""]
         for flag in result.flags:
@@ -128,28 +143,45 @@ def to_markdown(result: DiffResult) -> str:
             )
             if diag.hint:
                 out.append(f"  - help: {_cell(diag.hint)}")
+    grouped = _by_service(result)
+    rows = ["", "| Service | Added | Removed | Changed | Errors | Warnings |"]
+    rows.append("|---|---:|---:|---:|---:|---:|")
+    for svc, (changes, flags) in grouped.items():
+        counts = _counts(changes)
+        errs = sum(1 for f in flags if f.diagnostic.severity is Severity.ERROR)
+        warns = sum(1 for f in flags if f.diagnostic.severity is Severity.WARNING)
+        rows.append(
+            f"| {_cell(svc)} | {counts['added']} | {counts['removed']} | {counts['changed']} "
+            f"| {errs} | {warns} |"
+        )
+    size = sum(len(line) + 1 for line in out)
+    left_out = 0
+    kept_rows = []
+    for row in rows:
+        if size + len(row) + 1 > limit // 2:  # half the budget at most for the summary
+            left_out += 1
+            continue
+        kept_rows.append(row)
+        size += len(row) + 1
+    out[3:3] = kept_rows  # the summary table right under the totals
+    skipped = []
     for svc, (changes, _) in grouped.items():
         if not changes:
             continue
-        out += ["", f"<details><summary><b>{_cell(svc)}</b>: {len(changes)} change(s)</summary>"]
-        out += ["", "| | Kind | Object | Change |", "|---|---|---|---|"]
-        for change in changes:
-            shown = change.title if change.id.kind == "panel" and change.title else change.id.key
-            out.append(
-                f"| {_SIGN[change.change]} | {change.id.kind} | {_code(shown)} "
-                f"| {_cell(change.summary)} |"
-            )
-        detail = [c for c in changes if c.fields]
-        if detail:
-            out += ["", "| Object | Field | Before | After |", "|---|---|---|---|"]
-            for change in detail:
-                for fchange in change.fields:
-                    out.append(
-                        f"| {_code(change.id.key)} | {_cell(fchange.path)} "
-                        f"| {_code(fchange.before) if fchange.before is not None else '—'} "
-                        f"| {_code(fchange.after) if fchange.after is not None else '—'} |"
-                    )
-        out += ["", "</details>"]
+        block = _details(svc, changes)
+        block_size = sum(len(line) + 1 for line in block)
+        if size + block_size > limit - 400:
+            skipped.append(svc)
+            continue
+        out += block
+        size += block_size
+    if left_out or skipped:
+        out += [
+            "",
+            f"_Cut to fit a comment: {left_out} summary row(s) and the details of "
+            f"{len(skipped)} service(s) are left out; `obs-iac diff --format json` (or "
+            "`--format markdown` locally) has everything._",
+        ]
     return "\n".join(out) + "\n"
 
 
