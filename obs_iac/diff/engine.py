@@ -21,6 +21,7 @@ from obs_iac.diff.compare import (
     risk_flags,
 )
 from obs_iac.diff.model import (
+    RULE_PATTERNS,
     SERVICE_PATTERNS,
     SemanticModel,
     build_model,
@@ -168,7 +169,9 @@ def diff_sides(before: Side, after: Side, after_plan: Plan) -> DiffResult:
     full_after: SemanticModel = new
     if any(c.id.kind == "inhibit-edge" for c in changes):
         # Which alerts an edge can mute depends on every alert, not just the changed ones.
-        full_after = build_model(after.files, after.files, known)
+        # Alerts live in rule files and PrometheusRule CRDs only: parse just those.
+        rules = [p for p in after.files if any(r.match(p) for r in RULE_PATTERNS)]
+        full_after = {**build_model(after.files, rules, known), **new}
     locations = {s.name: Location(s.source.file, s.source.line) for s in after_plan.services}
     flags = risk_flags(changes, full_after, after_plan, locations)
     acks = [

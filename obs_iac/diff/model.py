@@ -182,6 +182,9 @@ _TWIN_PATTERNS = tuple((_pattern(t), _pattern(p), t, p) for t, p in _TWINS)
 SERVICE_PATTERNS = tuple(_pattern(t) for pair in _TWINS[:2] for t in pair)
 
 
+RULE_PATTERNS = tuple(_pattern(t) for t in _TWINS[0])
+
+
 def primary_of(path: str) -> str | None:
     for twin_re, _, _, primary in _TWIN_PATTERNS:
         match = twin_re.match(path)
