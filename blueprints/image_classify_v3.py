@@ -32,4 +32,22 @@ service(
             }
         ],
     },
+    # torchrun --tee 3 prefixes every line with "[default<local_rank>]:"; the eight local
+    # ranks of a node share one container stream.
+    logs={
+        "runtime": "cri",
+        "format": "python-asctime",
+        "rank_prefix": "torchrun-tee",
+        "rate_limit": {"rate": 500, "burst": 2000},
+    },
+    # The collector's prometheus exporter is scraped here, so resource attributes reach
+    # Prometheus through resource_constant_labels instead of OTLP promotion.
+    framework={
+        "world_size": 128,
+        "ranks_per_node": 8,
+        "collector_version": "0.160.0",
+        "resource_attributes": "collector-exporter",
+        "collector_metrics_target": "otel-collector.vision.svc:8889",
+        "step_time_budget_seconds": 0.45,
+    },
 )

@@ -49,6 +49,31 @@ def collectors_configmap_name(service: str) -> str:
     return f"dcgm-exporter-metrics-{service}"
 
 
+def alloy_file(service: str) -> str:
+    return f"alloy/{service}.alloy"
+
+
+def alloy_process_label(service: str) -> str:
+    """Alloy block labels are identifiers: letters, digits and underscores."""
+    return service.replace("-", "_")
+
+
+def promtail_file(service: str) -> str:
+    return f"promtail/{service}.yml"
+
+
+def promtail_job(service: str) -> str:
+    return f"obs-iac/{service}"
+
+
+def loki_rule_file(service: str) -> str:
+    return f"loki/rules/{service}.rules.yml"
+
+
+def loki_rule_group(service: str) -> str:
+    return f"obs-iac.{service}.logs"
+
+
 def prometheus_rule_name(service: str) -> str:
     return f"obs-iac-{service}"
 
@@ -116,3 +141,49 @@ def alertmanager_config_crd(service: str) -> str:
 
 def alertmanager_config_name(service: str) -> str:
     return f"obs-iac-{service}"
+
+
+# Framework pack (PyTorch/NCCL spans via the spanmetrics connector).
+def otel_env_file(service: str) -> str:
+    return f"otel/{service}/otel.env"
+
+
+def otel_launcher_script(service: str) -> str:
+    return f"otel/{service}/with-otel-resource.sh"
+
+
+def otel_collector_config(service: str) -> str:
+    return f"otel/{service}/collector.yaml"
+
+
+def prometheus_otlp_fragment() -> str:
+    # One file: `otlp:` is a single global section of prometheus.yml.
+    return "prometheus/otlp/prometheus.otlp.yml"
+
+
+def prometheus_collector_scrape(service: str) -> str:
+    return f"prometheus/scrape/{service}.otel-collector.yml"
+
+
+def spanmetrics_connector_id(component_type: str, service: str) -> str:
+    return f"{component_type}/obs-iac-{service}"
+
+
+# "rank" level = one series per training process: business_sla_id, host_name,
+# resource_gpu_id, framework_pytorch_rank, nccl_group_id, nccl_rank.
+class FrameworkRecords:
+    STAGE_P50 = "rank_span:span_duration_seconds:p50_5m"
+    STAGE_P95 = "rank_span:span_duration_seconds:p95_5m"
+    STAGE_TIME = "rank_span:span_duration_seconds:rate5m"
+    STAGE_CALLS = "rank_span:span_calls:rate5m"
+    STAGE_SHARE = "rank_span:train_step_time_share:ratio_rate5m"
+    STEPS = "rank:train_steps:rate5m"
+    STEP_COMPUTE = "rank:train_step_compute_seconds:mean5m"
+    RANK_SKEW = "rank:train_step_compute_seconds:ratio_to_group_median5m"
+    RANK_GPU_UTILIZATION = "rank:dcgm_gpu_utilization:ratio"
+    GROUP_SKEW = "nccl_group_id:train_step_compute_skew:max_over_median5m"
+    GROUP_STEP_P95 = "nccl_group_id:train_step_duration_seconds:p95_5m"
+    GROUP_ALLREDUCE_P95 = "nccl_group_id:allreduce_duration_seconds:p95_5m"
+    GROUP_ALLREDUCE_ERRORS = "nccl_group_id:allreduce_errors:rate5m"
+    SLA_STEPS = "business_sla_id:train_steps:rate5m"
+    SLA_STEP_P95 = "business_sla_id:train_step_duration_seconds:p95_5m"

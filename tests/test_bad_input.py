@@ -7,13 +7,11 @@ import json
 import re
 import subprocess
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 import yaml
-from pydantic import BaseModel, ConfigDict
 
-from obs_iac import pipeline, plugins
 from tests.conftest import CliResult, RunCli, blueprint_source, line_of, tree_digest
 from tests.tools import require_tool
 
@@ -209,28 +207,7 @@ def test_section_no_pack_claims_suggests_core_field(run_cli: RunCli, rendered: P
     assert "did you mean 'objective'?" in result.stderr
 
 
-class _LogsSection(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    level: str = "info"
-
-
-class _LogsPack(plugins.Pack):
-    name: ClassVar[str] = "test-logs"
-    sections: ClassVar[dict[str, type[BaseModel]]] = {"logs": _LogsSection}
-
-    def expand(self, service: Any, ctx: plugins.PackContext) -> plugins.Contribution:
-        return plugins.Contribution()
-
-
-def test_section_no_pack_claims_suggests_installed_section(
-    run_cli: RunCli, rendered: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real = plugins.discover
-    monkeypatch.setattr(
-        pipeline,
-        "discover",
-        lambda repo=None: real(repo, extra={plugins.PACKS: [("test-logs", _LogsPack())]}),
-    )
+def test_section_no_pack_claims_suggests_installed_section(run_cli: RunCli, rendered: Path) -> None:
     source = blueprint_source(log='{"level": "debug"}')
     result = render_bad(run_cli, rendered, source)
     assert "log: no installed pack claims a section of this name" in result.stderr

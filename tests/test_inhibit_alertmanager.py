@@ -54,6 +54,10 @@ def labels_for(alert: AlertInfo, pair: int) -> dict[str, str]:
         "Hostname": f"gpu-node-{pair}",
         "hostname": f"gpu-node-{pair}",
         "instance": f"10.0.{pair // 250}.{pair % 250 + 1}:9400",
+        # Edges equal on the SLA alone (a framework cause muting GPU symptoms) would
+        # otherwise reach across pairs.
+        "business_sla_id": f"sla_{pair}",
+        "nccl_group_id": f"group-{pair}",
     }
     out: dict[str, str] = {}
     # Only labels the alert really carries: adding one it lacks would hide exactly the

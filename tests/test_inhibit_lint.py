@@ -68,8 +68,8 @@ def test_unknown_alert_with_did_you_mean() -> None:
 
 
 def test_latent_overlap() -> None:
-    # No generated framework alert exists, but a future one could match both sides.
-    bad = edge("loose", ['severity="critical"', 'layer="framework"'], ['layer=~".+"'], PER_GPU)
+    # No generated alert has this layer, but a future one could match both sides.
+    bad = edge("loose", ['severity="critical"', 'layer="storage"'], ['layer=~".+"'], PER_GPU)
     found = run(lint.Overlap, with_edges(bad))
     assert [d.code for d in found] == ["inhibit/overlap"]
     assert found[0].severity is Severity.ERROR

@@ -180,4 +180,13 @@ def service_schema(sections: dict[str, type[BaseModel]]) -> dict[str, Any]:
         doc = (model.__doc__ or f"The {name} section.").strip().splitlines()[0]
         schema["properties"][name] = {"$ref": f"#/$defs/{model.__name__}", "description": doc}
     schema["title"] = f"obs-iac service blueprint v{SCHEMA_VERSION}"
+    # pydantic drops a field's description next to a bare $ref; editors show the
+    # referenced model's docstring instead, so copy it onto the property.
+    for model_schema in (schema, *defs.values()):
+        for prop in model_schema.get("properties", {}).values():
+            ref = prop.get("$ref", "")
+            if ref and "description" not in prop:
+                target = defs.get(ref.rsplit("/", 1)[-1], {})
+                if "description" in target:
+                    prop["description"] = target["description"]
     return schema

@@ -307,7 +307,7 @@ def assemble(
         collector_sets=tuple(sorted(merged.collector_sets, key=lambda c: c.service)),
         inhibit_edges=tuple(sorted(merged.inhibit_edges, key=lambda e: (e.service or "", e.name))),
         dashboard_rows=tuple(merged.dashboard_rows),
-        log_pipelines=tuple(merged.log_pipelines),
+        log_pipelines=tuple(sorted(merged.log_pipelines, key=lambda p: p.service)),
         extensions={k: tuple(v) for k, v in sorted(merged.extensions.items())},
     )
 
