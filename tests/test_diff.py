@@ -409,3 +409,18 @@ def test_new_inhibit_edge_that_mutes_a_critical_alert(repo: Path) -> None:
     flags = [f for f in result.flags if f.diagnostic.code == "diff/inhibit-mutes-page"]
     assert [(f.diagnostic.severity.label, f.service) for f in flags] == [("warning", "recomm-v2")]
     assert "can mute paging alerts: recomm-v2/GpuTemperatureHigh" in flags[0].diagnostic.message
+
+
+def test_log_stage_removed_by_role(repo: Path) -> None:
+    edit(repo, RECOMM, '"nccl-timeout", "xid",', '"nccl-timeout",')
+    result = run_diff(repo, "HEAD")
+    logs = {i for i in ids(result) if i[0].startswith("log-")}
+    assert logs == {
+        ("log-pipeline", "recomm-v2", "logs", "changed"),
+        ("log-stage", "recomm-v2", "extract: details of 'NVRM: Xid' records", "removed"),
+        ("log-stage", "recomm-v2", "structured-metadata", "changed"),
+    }
+    assert change(result, "log-pipeline", "logs").summary == (
+        "structured_metadata[] removed: pci_bus_id; structured_metadata[] removed: xid"
+    )
+    assert not [f for f in result.flags if f.diagnostic.code == "diff/label-dropped"]

@@ -171,3 +171,17 @@ def test_markdown_fits_a_comment() -> None:
     assert len(cut) <= 20_000
     assert cut.startswith(full[: full.index("| svc-0000")])  # totals and summary head kept
     assert "_Cut to fit a comment:" in cut and "`obs-iac diff --format json`" in cut
+
+
+def test_log_pipeline_losing_a_canonical_label() -> None:
+    def pipeline(labels: list[str]) -> Entity:
+        fields = {"stream_labels": labels, "structured_metadata": ["resource_gpu_id"]}
+        return Entity(EntityId("log-pipeline", "s", "logs"), "plan", fields)
+
+    before = model(pipeline(["business_sla_id", "k8s_namespace_name"]))
+    after = model(pipeline(["k8s_namespace_name"]))
+    flags = risk_flags(compare(before, after), after, None, {})
+    assert [(f.diagnostic.code, f.diagnostic.severity.label) for f in flags] == [
+        ("diff/label-dropped", "error")
+    ]
+    assert "business_sla_id" in flags[0].diagnostic.message

@@ -545,10 +545,23 @@ def plan_entities(plan: Plan, kinds: set[str]) -> SemanticModel:
                 if k in ("incoming_labels", "stream_labels", "structured_metadata")
             }
             add(Entity(EntityId("log-pipeline", service, str(data.get("pack", ""))), "plan", head))
-            seen: dict[str, int] = {}
-            for stage in data.get("stages") or ():
-                role = str(stage.get("role") or stage.get("kind") or "stage")
-                seen[role] = seen.get(role, 0) + 1
-                key = role if seen[role] == 1 else f"{role}#{seen[role]}"
+            for key, stage in _stage_keys(list(data.get("stages") or ())):
                 add(Entity(EntityId("log-stage", service, key), "plan", stage))
     return model
+
+
+def _stage_keys(stages: list[Mapping[str, Any]]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """A stage is known by its role; several stages of one role (one extract per record
+    type) by their one-line ``why``, so removing one does not renumber the others."""
+    roles = [str(st.get("role") or st.get("kind") or "stage") for st in stages]
+    whys = [str(st.get("why") or "") for st in stages]
+    seen: dict[str, int] = {}
+    for role, why, stage in zip(roles, whys, stages, strict=True):
+        seen[role] = seen.get(role, 0) + 1
+        same = [w for r, w in zip(roles, whys, strict=True) if r == role]
+        if len(same) == 1:
+            yield role, stage
+        elif why and same.count(why) == 1:
+            yield f"{role}: {why}", stage
+        else:
+            yield f"{role}#{seen[role]}", stage
