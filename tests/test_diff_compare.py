@@ -185,3 +185,21 @@ def test_log_pipeline_losing_a_canonical_label() -> None:
         ("diff/label-dropped", "error")
     ]
     assert "business_sla_id" in flags[0].diagnostic.message
+
+
+def test_inhibit_edge_losing_an_equal_label() -> None:
+    def with_equal(equal: list[str]) -> Entity:
+        fields = {
+            "source_matchers": ['alertname="NodeDown"'],
+            "target_matchers": ['severity="warning"'],
+            "equal": equal,
+        }
+        return Entity(EntityId("inhibit-edge", "s", "node-down"), "plan", fields)
+
+    before = model(with_equal(["business_sla_id", "host_name"]))
+    after = model(with_equal(["host_name"]))
+    flags = risk_flags(compare(before, after), after, None, {})
+    assert [(f.diagnostic.code, f.diagnostic.severity.label) for f in flags] == [
+        ("diff/label-dropped", "error")
+    ]
+    assert "no longer requires equal business_sla_id" in flags[0].diagnostic.message

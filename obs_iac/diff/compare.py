@@ -502,6 +502,22 @@ def risk_flags(
                 )
         if eid.kind == "inhibit-edge" and change.change in ("added", "changed"):
             flags.extend(_inhibit_flags(change, after_model, locations))
+        if eid.kind == "inhibit-edge" and change.change == "changed":
+            kept = set(after.get("equal") or ())
+            for name in sorted(set(before.get("equal") or ()) - kept):
+                if canonical_for_spelling(name) is not None:
+                    flags.append(
+                        _flag(
+                            "diff/label-dropped",
+                            Severity.ERROR,
+                            svc,
+                            f"inhibit edge {eid.key!r} no longer requires equal {name}: it "
+                            "can now mute alerts that do not share that value with its source",
+                            "keep the canonical label in `equal`, or acknowledge it",
+                            eid,
+                            locations,
+                        )
+                    )
         if eid.kind == "collector" and change.change == "removed":
             users = _users(eid.key, svc, after_model, after_plan)
             if users:
