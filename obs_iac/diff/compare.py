@@ -503,9 +503,11 @@ def risk_flags(
         if eid.kind == "inhibit-edge" and change.change in ("added", "changed"):
             flags.extend(_inhibit_flags(change, after_model, locations))
         if eid.kind == "inhibit-edge" and change.change == "changed":
-            kept = set(after.get("equal") or ())
-            for name in sorted(set(before.get("equal") or ()) - kept):
-                if canonical_for_spelling(name) is not None:
+            kept = {_canonical_key(n) for n in after.get("equal") or ()}
+            for name in sorted(set(before.get("equal") or ())):
+                # a respelling (naming = "utf8") is reported on the rules; only a label
+                # that is gone in every spelling widens the edge
+                if canonical_for_spelling(name) is not None and _canonical_key(name) not in kept:
                     flags.append(
                         _flag(
                             "diff/label-dropped",
@@ -552,6 +554,11 @@ def risk_flags(
                 )
             )
     return flags
+
+
+def _canonical_key(name: str) -> str:
+    key = canonical_for_spelling(name)
+    return key.key if key is not None else name
 
 
 def _moved(change: Change, changes: Sequence[Change]) -> bool:
