@@ -225,6 +225,65 @@ def fields(pattern: str, exporter: str | None) -> None:
 
 
 @main.command()
+@click.option(
+    "--base",
+    default=None,
+    metavar="REF",
+    help="Compare with the render of this git ref (rendered with this obs-iac) instead of "
+    "the committed output folder.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--exit-code", is_flag=True, help="Exit 1 when anything changed.")
+@guarded
+def diff(base: str | None, fmt: str, exit_code: bool) -> None:
+    """Show what a change means for production: rendered output compared by meaning.
+
+    Exits 1 on an unacknowledged error flag (e.g. a dropped canonical label), or with
+    --exit-code on any change; 2 on bad input (unknown ref, base that does not render).
+    """
+    from obs_iac.diff.engine import run_diff
+    from obs_iac.diff.report import to_json, to_markdown, to_text
+
+    result = run_diff(_root(), base)
+    if fmt == "json":
+        click.echo(to_json(result))
+    elif fmt == "markdown":
+        click.echo(to_markdown(result), nl=False)
+    else:
+        click.echo(to_text(result, color=_color(sys.stdout)))
+    if result.errors or (exit_code and result.changed):
+        sys.exit(EXIT_FINDINGS)
+
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Scaffold into a directory that is not empty.")
+@click.option(
+    "--ci",
+    type=click.Choice(["github", "gitlab", "none"]),
+    default="github",
+    show_default=True,
+    help="Which CI recipe to add.",
+)
+@guarded
+def init(directory: Path, force: bool, ci: str) -> None:
+    """Scaffold a new GitOps repository in DIRECTORY (blueprints, config, Makefile, CI)."""
+    from obs_iac.scaffold.gitops import scaffold_repo
+
+    written = scaffold_repo(directory, force=force, ci=ci)
+    click.echo(f"created {len(written)} files in {directory}:", err=True)
+    for rel in written:
+        click.echo(f"  {rel}", err=True)
+    click.echo("next: cd there, `make render`, commit blueprints/ and generated/", err=True)
+
+
+@main.command()
 @click.argument("kind", type=click.Choice(["pack", "generator", "lint-rule"]))
 @click.argument("name")
 @click.option(

@@ -117,6 +117,18 @@ class Suppression(BlueprintModel):
     )
 
 
+class Acknowledgement(BlueprintModel):
+    """Accepts one risk flag of ``obs-iac diff`` (e.g. a dropped canonical label), with why."""
+
+    code: str = Field(
+        pattern=r"^diff/[a-z0-9-]+$", description="Diff flag code, e.g. 'diff/label-dropped'."
+    )
+    reason: str = Field(min_length=3, description="Why the change is intended and safe.")
+    target: str | None = Field(
+        default=None, description="Object the acknowledgement is limited to (alert, label...)."
+    )
+
+
 class Service(BlueprintModel):
     """One SLA-bound service: the core fields every pack can rely on."""
 
@@ -143,6 +155,9 @@ class Service(BlueprintModel):
     gpu: GpuFleet = Field(description="The GPU fleet profile.")
     suppress: tuple[Suppression, ...] = Field(
         default=(), description="Accepted lint findings for this service."
+    )
+    acknowledge: tuple[Acknowledgement, ...] = Field(
+        default=(), description="Accepted risk flags of `obs-iac diff` for this change."
     )
 
     @field_validator("runbook_base_url")

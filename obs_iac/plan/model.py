@@ -302,6 +302,7 @@ class ServicePlan(IR):
     # A section dumps to whatever its model is: an object, or a list (e.g. `slo`).
     sections: dict[str, Any] = Field(default_factory=dict)
     suppressions: tuple[dict[str, Any], ...] = ()
+    acknowledgements: tuple[dict[str, Any], ...] = ()
 
 
 class Plan(IR):
