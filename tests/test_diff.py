@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -249,6 +250,11 @@ def test_label_spelling_change_is_a_format_change(repo: Path) -> None:
         '"equal": ["business_sla_id", "host_name", "resource_gpu_id"]',
         '"equal": ["business.sla_id", "host.name", "resource.gpu.id"]',
     )
+    # The examples declare their SLO series' labels classically, as their repository
+    # does; a real switch to UTF-8 redeclares them. Here the SLOs are left out.
+    for example in (repo / "blueprints").glob("*.py"):
+        text = example.read_text()
+        example.write_text(re.sub(r"\n    slo=\[.*?\n    \],", "", text, flags=re.S))
     result = run_diff(repo, "HEAD")
     flagged = {
         (f.service, f.diagnostic.object_path[-1])
@@ -257,7 +263,8 @@ def test_label_spelling_change_is_a_format_change(repo: Path) -> None:
     }
     assert ("(fleet)", "dcgm-exporter: resource.gpu.id") in flagged
     assert ("recomm-v2", "GpuTemperatureHigh") in flagged  # business_sla_id -> "business.sla_id"
-    assert all(f.diagnostic.severity.label == "error" for f in result.flags)
+    formats = [f for f in result.flags if f.diagnostic.code == "diff/label-format-changed"]
+    assert all(f.diagnostic.severity.label == "error" for f in formats)
     assert not [f for f in result.flags if f.diagnostic.code == "diff/label-dropped"]
 
 
