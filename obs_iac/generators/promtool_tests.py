@@ -29,7 +29,7 @@ def expand_annotation(template: str, labels: dict[str, str]) -> str:
     return expanded.replace(TEMPLATE_OPEN_ESCAPED, "{{")
 
 
-def _test(alert: AlertRule, case: AlertTestCase) -> dict[str, Any]:
+def _check(alert: AlertRule, case: AlertTestCase) -> dict[str, Any]:
     exp_alerts: list[dict[str, Any]] = []
     if case.expect_firing:
         labels = {**case.exp_labels, **alert.labels}
@@ -41,14 +41,25 @@ def _test(alert: AlertRule, case: AlertTestCase) -> dict[str, Any]:
                 },
             }
         )
-    return {
-        "name": f"{alert.alert}: {case.name}",
-        "interval": case.interval,
-        "input_series": [{"series": s, "values": v} for s, v in case.input_series],
-        "alert_rule_test": [
-            {"eval_time": case.eval_time, "alertname": alert.alert, "exp_alerts": exp_alerts}
-        ],
-    }
+    return {"eval_time": case.eval_time, "alertname": alert.alert, "exp_alerts": exp_alerts}
+
+
+def _tests(alert: AlertRule, cases: list[AlertTestCase]) -> list[dict[str, Any]]:
+    """One promtool test per distinct input: cases of one alert that share their series
+    differ only in when they look, and promtool checks any number of instants in one
+    simulated run (long time-slice timelines would otherwise be simulated twice)."""
+    runs: dict[tuple[str, tuple[tuple[str, str], ...]], list[AlertTestCase]] = {}
+    for case in cases:
+        runs.setdefault((case.interval, case.input_series), []).append(case)
+    return [
+        {
+            "name": f"{alert.alert}: {'; '.join(case.name for case in run)}",
+            "interval": interval,
+            "input_series": [{"series": s, "values": v} for s, v in series],
+            "alert_rule_test": [_check(alert, case) for case in run],
+        }
+        for (interval, series), run in runs.items()
+    ]
 
 
 class PromtoolTestsGenerator(Generator):
@@ -62,11 +73,14 @@ class PromtoolTestsGenerator(Generator):
                 for rule in group.rules:
                     if not isinstance(rule, AlertRule):
                         continue
+                    steps: dict[str | None, list[AlertTestCase]] = {}
                     for case in rule.tests:
                         step = case.evaluation_interval
                         if step == plan.evaluation_interval:
                             step = None
-                        by_step.setdefault(step, []).append(_test(rule, case))
+                        steps.setdefault(step, []).append(case)
+                    for step, cases in steps.items():
+                        by_step.setdefault(step, []).extend(_tests(rule, cases))
             for step, tests in sorted(by_step.items(), key=lambda item: item[0] or ""):
                 path = conventions.rule_test_file(service, step)
                 rules = posixpath.relpath(conventions.rule_file(service), posixpath.dirname(path))

@@ -26,6 +26,7 @@ from obs_iac.packs.slo.models import (
     ThroughputSli,
     parse_matcher,
 )
+from obs_iac.packs.slo.slice_tests import HEALTHY_FACTOR, Source, duration, timeline
 from obs_iac.packs.slo.windows import (
     RECORDED_WINDOWS,
     burn_factor,
@@ -374,12 +375,10 @@ def test_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
     try:
         if is_event_sli(ctx.slo):
             return _event_cases(ctx, alert)
-        if alert is min(ctx.slo.selected_alerts, key=lambda a: seconds(a.long_window)):
-            return _slice_cases(ctx, alert)
+        return _slice_cases(ctx, alert)
     except NoSampleValue:
         # Regex matchers no stock value satisfies; docs/slo.md explains how to test by hand.
         return []
-    return []
 
 
 # Longest alert window whose tests replay a full clean history before the burn. Longer
@@ -451,94 +450,65 @@ def _for_minutes(alert: BurnAlert) -> int:
     return math.ceil(seconds(alert.for_duration) / 60) if alert.for_duration != "0s" else 0
 
 
-def _first_firing(bad: list[int], alert: BurnAlert, limit: float) -> int | None:
-    """First minute at which the share of bad slices exceeds ``limit`` over both windows,
-    counting samples in [t - w, t] like Prometheus 2.x (3.x excludes t - w: at most
-    one sample fewer, which the caller's margin absorbs)."""
-    long_n = seconds(alert.long_window) // 60
-    short_n = seconds(alert.short_window) // 60
-    for t in range(len(bad)):
-        ok = True
-        for width in (long_n, short_n):
-            window = bad[max(0, t - width) : t + 1]
-            if sum(window) / len(window) <= limit:
-                ok = False
-        if ok:
-            return t
-    return None
-
-
 def _slice_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
+    """Per tier: the source stops; one evaluation before the bad-slice share crosses the
+    threshold the alert is silent, at the crossing it fires (both after `for`)."""
     slo = ctx.slo
     sli = slo.sli
     limit = threshold(slo.objective, alert.budget_percent, slo.window, alert.long_window)
-    healthy = 60
     if isinstance(sli, FreshnessSli):
-        bound = seconds(sli.max_age) // 60
-        period = max(1, min(5, bound // 3))
-        # Successes every `period` minutes, then none after `healthy`.
-        stale_from = healthy - healthy % period + bound + 1
-        series_of = sli.last_success
-
-        def values(stop: bool, length: int) -> str:
-            out = []
-            for minute in range(length + 1):
-                now = min(minute, healthy) if stop else minute
-                out.append(60 * (now - now % period))
-            return _compress(out)
-
-        name_fire = f"no success for longer than {sli.max_age} fires"
-        name_quiet = f"a success every {period}m does not fire"
-        metric = sli.last_success.name
+        source = Source(max_age=seconds(sli.max_age))
+        series_of, metric = sli.last_success, sli.last_success.name
+        what = f"no success for longer than {sli.max_age}"
     else:
         assert isinstance(sli, ThroughputSli)
-        # Flat counter after `healthy`; conservatively bad once a whole rate window is flat.
-        stale_from = healthy + seconds(sli.rate_window) // 60 + 1
-        series_of = sli.counter
-        per_minute = sli.min_per_second * 2 * 60
-
-        def values(stop: bool, length: int) -> str:
-            if not stop:
-                return f"0+{_fmt(per_minute)}x{length}"
-            flat = _fmt(per_minute * healthy)
-            return f"0+{_fmt(per_minute)}x{healthy} {flat}x{length - healthy - 1}"
-
-        name_fire = f"throughput below {number(sli.min_per_second)}/s fires"
-        name_quiet = f"throughput at {number(2 * sli.min_per_second)}/s does not fire"
-        metric = sli.counter.name
-    horizon = stale_from + seconds(alert.long_window) // 60 * 2
-    bad = [1 if minute >= stale_from else 0 for minute in range(horizon + 1)]
-    fired = _first_firing(bad, alert, limit)
-    if fired is None:
+        source = Source(rate_window=seconds(sli.rate_window))
+        series_of, metric = sli.counter, sli.counter.name
+        what = f"throughput below {number(sli.min_per_second)}/s"
+    plan = timeline(
+        limit,
+        seconds(alert.long_window),
+        seconds(alert.short_window),
+        seconds(alert.for_duration),
+        source,
+    )
+    if plan is None:
         return []
-    at = fired + 2 + _for_minutes(alert)
-    series = _series(ctx, series_of, metric, {})
+    last = plan.samples - 1
+    if isinstance(sli, FreshnessSli):
+        # The gauge holds the time of the last success: the current time, until it
+        # freezes at plan.stop (before the first sample if the bound is long).
+        fresh = max(-1, plan.stop // plan.sample)
+        values = f"0+{plan.sample}x{fresh}" if fresh >= 0 else ""
+        values = f"{values} {_fmt(plan.stop)}x{last - fresh - 1}".strip()
+    else:
+        # Counters start high, so rate() never clamps its extrapolation at zero.
+        per_sample = sli.min_per_second * HEALTHY_FACTOR * plan.sample
+        base = per_sample * 1000
+        values = f"{_fmt(base)}+{_fmt(per_sample)}x{plan.stop}"
+        if last > plan.stop:
+            values += f" {_fmt(base + per_sample * plan.stop)}x{last - plan.stop - 1}"
+    series = ((_series(ctx, series_of, metric, {}), values),)
     exp = {ctx.naming.prom(SLA_ID): ctx.sla_id, "slo": slo.name}
+    interval, step = duration(plan.sample), duration(plan.step)
     return [
         AlertTestCase(
-            name=name_fire,
-            input_series=((series, values(True, at)),),
-            eval_time=minutes_duration(at),
+            name=f"{what}, a bad-slice share {plan.above:.3f}x the threshold over "
+            f"{alert.long_window} fires",
+            eval_time=duration(plan.fire_at * plan.step),
             expect_firing=True,
             exp_labels=exp,
+            interval=interval,
+            input_series=series,
+            evaluation_interval=step,
         ),
         AlertTestCase(
-            name=name_quiet,
-            input_series=((series, values(False, at)),),
-            eval_time=minutes_duration(at),
+            name=f"{what}, one evaluation earlier ({plan.below:.3f}x the threshold) it "
+            "does not fire",
+            eval_time=duration(plan.quiet_at * plan.step),
             expect_firing=False,
+            interval=interval,
+            input_series=series,
+            evaluation_interval=step,
         ),
     ]
-
-
-def _compress(values: list[int]) -> str:
-    """promtool's `axn` run-length form for a list of integers."""
-    out: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[i]:
-            j += 1
-        out.append(f"{values[i]}x{j - i}" if j > i else str(values[i]))
-        i = j + 1
-    return " ".join(out)
