@@ -21,8 +21,11 @@ Slo(name="errors", objective=99.5, window="30d",
 Slo(name="freshness", objective=99.5, window="28d",
     sli=FreshnessSli(last_success=FRESH, max_age="15m"), ticket=False),
 Slo(name="throughput", objective=99.0, window="30d",
-    sli=ThroughputSli(counter=REQ, min_per_second=5), ticket=False),
+    sli=ThroughputSli(counter=REQ, min_per_second=5, rate_window="2m"), ticket=False),
+Slo(name="daily", objective=99.0, window="30d",
+    sli=FreshnessSli(last_success=FRESH, max_age="1d"), ticket=False),
 """
+SLICE_SLOS = ("Freshness", "Throughput", "Daily")
 
 
 def _write(tmp_path: Path) -> tuple[Path, Path]:
@@ -36,9 +39,27 @@ def _write(tmp_path: Path) -> tuple[Path, Path]:
     return out / conventions.rule_file("svc"), out / conventions.rule_test_file("svc")
 
 
+def _slice_test_files(rules: Path) -> list[Path]:
+    """Test files holding only the time-slice SLO tests (each tier has its own evaluation
+    step, which may happen to be the default one)."""
+    files = []
+    for path in sorted(rules.parent.parent.glob("tests/svc.*test.yml")):
+        body = yaml.safe_load(path.read_text(encoding="utf-8"))
+        prefixes = tuple(f"Slo{slo}BudgetBurn" for slo in SLICE_SLOS)
+        body["tests"] = [t for t in body["tests"] if t["name"].startswith(prefixes)]
+        if body["tests"]:
+            target = path.with_name(path.name.replace(".test.yml", ".slices.test.yml"))
+            target.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
+            files.append(target)
+    return files
+
+
 def _only_slo_tests(tests: Path) -> None:
     body = yaml.safe_load(tests.read_text(encoding="utf-8"))
-    body["tests"] = [t for t in body["tests"] if t["name"].startswith("Slo")]
+    slices = tuple(f"Slo{slo}BudgetBurn" for slo in SLICE_SLOS)
+    body["tests"] = [
+        t for t in body["tests"] if t["name"].startswith("Slo") and not t["name"].startswith(slices)
+    ]
     tests.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
 
 
@@ -54,12 +75,25 @@ def test_rules_check_and_generated_tests_pass(tmp_path: Path) -> None:
         for case in ("threshold fires", "threshold does not fire", "events does not fire"):
             hits = [n for n in names if n.startswith(f"Slo{slo}BudgetBurn") and case in n]
             assert len(hits) == tiers, (slo, case, hits)
-    assert any(
-        "FreshnessBudgetBurnPage1h: no success for longer than 15m fires" in n for n in names
-    )
-    assert any("ThroughputBudgetBurnPage1h: throughput below 5/s fires" in n for n in names)
+    # Every tier of the time-slice SLOs has one timeline with a silent and a firing check,
+    # in a file of its own evaluation step.
+    slice_files = _slice_test_files(rules)
+    slice_tests = [t for f in slice_files for t in yaml.safe_load(f.read_text())["tests"]]
+    for slo, what in (
+        ("Freshness", "no success for longer than 15m"),
+        ("Throughput", "throughput below 5/s"),
+        ("Daily", "no success for longer than 1d"),
+    ):
+        for tier in ("Page1h", "Page6h"):
+            (test,) = [t for t in slice_tests if t["name"].startswith(f"Slo{slo}BudgetBurn{tier}")]
+            assert what in test["name"]
+            assert [bool(c["exp_alerts"]) for c in test["alert_rule_test"]] == [True, False]
     _only_slo_tests(tests)
-    run = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
+    run = subprocess.run(
+        [promtool, "test", "rules", str(tests), *map(str, slice_files)],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -89,6 +123,46 @@ def test_a_mutated_threshold_fails_the_generated_tests(tmp_path: Path) -> None:
         assert run.returncode != 0
         for name in kept:
             assert f"name: {name}," in output, (name, output[:3000])
+
+
+def _failed_checks(output: str) -> dict[str, list[str]]:
+    """promtool's failure report: per failed test name, "fire" for a check that expected
+    the alert and got none, "quiet" for one that expected silence and got it."""
+    failed: dict[str, list[str]] = {}
+    for block in output.split("    name: ")[1:]:
+        name = block.split(",\n", 1)[0]
+        for check in block.split("alertname: ")[1:]:
+            if "got:[]" in check:
+                failed.setdefault(name, []).append("fire")
+            elif "exp:[]" in check:
+                failed.setdefault(name, []).append("quiet")
+    return failed
+
+
+def test_a_mutated_threshold_fails_the_time_slice_tests(tmp_path: Path) -> None:
+    """Per tier of a freshness or throughput SLO, 10 % higher thresholds break the check
+    at the crossing, and 10 % lower ones the check one evaluation earlier: each timeline
+    pins the threshold to within one bad slice."""
+    promtool = require_tool("promtool")
+    for scale, broken in ((1.1, "fire"), (0.9, "quiet")):
+        rules, _ = _write(tmp_path / str(scale))
+        files = _slice_test_files(rules)
+        names = [t["name"] for f in files for t in yaml.safe_load(f.read_text())["tests"]]
+        assert len(names) == 2 * len(SLICE_SLOS)
+        text = rules.read_text(encoding="utf-8")
+
+        def bump(match: re.Match[str], scale: float = scale) -> str:
+            return f"{match.group(1)}{float(match.group(2)) * scale:.12g}"
+
+        mutated = re.sub(r"(slo_error:ratio_rate\w+\{[^}]*\} > )([0-9.e+-]+)", bump, text)
+        assert mutated != text
+        rules.write_text(mutated, encoding="utf-8")
+        run = subprocess.run(
+            [promtool, "test", "rules", *map(str, files)], capture_output=True, text=True
+        )
+        assert run.returncode != 0
+        failed = _failed_checks(run.stdout + run.stderr)
+        assert failed == {name: [broken] for name in names}, (run.stdout + run.stderr)[:3000]
 
 
 def test_missing_counters_and_series_read_as_zero_errors_or_stale(tmp_path: Path) -> None:

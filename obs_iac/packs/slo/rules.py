@@ -26,7 +26,7 @@ from obs_iac.packs.slo.models import (
     ThroughputSli,
     parse_matcher,
 )
-from obs_iac.packs.slo.slice_tests import HEALTHY_FACTOR, Source, duration, timeline
+from obs_iac.packs.slo.slice_tests import Source, duration, timeline
 from obs_iac.packs.slo.windows import (
     RECORDED_WINDOWS,
     burn_factor,
@@ -483,7 +483,7 @@ def _slice_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
         values = f"{values} {_fmt(plan.stop)}x{last - fresh - 1}".strip()
     else:
         # Counters start high, so rate() never clamps its extrapolation at zero.
-        per_sample = sli.min_per_second * HEALTHY_FACTOR * plan.sample
+        per_sample = sli.min_per_second * float(plan.healthy) * plan.sample
         base = per_sample * 1000
         values = f"{_fmt(base)}+{_fmt(per_sample)}x{plan.stop}"
         if last > plan.stop:

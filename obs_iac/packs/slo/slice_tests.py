@@ -34,8 +34,6 @@ PRECISION = 0.08
 # Evaluations one case may cost; promtool evaluates every rule of the service's file at
 # every step (a few ms a step), so a tier needing more gets the best it can within this.
 MAX_STEPS = 2500
-# The throughput counter's healthy rate, as a multiple of the floor.
-HEALTHY_FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -55,6 +53,7 @@ class Timeline:
     fire_at: int  # evaluation index of the check that expects the alert
     below: float  # long-window share / θ one evaluation before the crossing
     above: float  # long-window share / θ at the crossing
+    healthy: Fraction = Fraction(1)  # throughput: healthy rate as a multiple of the floor
 
     @property
     def samples(self) -> int:
@@ -113,10 +112,18 @@ def _freshness_bad(step: int, last_success: int, max_age: int, j: int) -> int:
     return 1 if now - min(now, last_success) > max_age else 0
 
 
+def healthy_factor(sample: int, rate_window: int) -> Fraction:
+    """The throughput counter's healthy rate as a multiple of the floor: about 2, chosen so
+    that no mix of healthy and flat intervals in a rate window averages exactly the floor
+    (a window spans at most rate_window/sample + 1 intervals, fewer than m)."""
+    m = rate_window // sample + 2
+    return Fraction(2 * m + 1, m)
+
+
 def _throughput_bad(
     step: int, sample: int, stop: int, rate_window: int, j: int, closed: bool
 ) -> int | None:
-    """rate() of a counter rising at HEALTHY_FACTOR x the floor until sample ``stop``, flat
+    """rate() of a counter rising at healthy_factor() x the floor until sample ``stop``, flat
     after. The first sample sits less than one interval after the window start, so
     rate() extrapolates to the whole window: the result is the mean slope between the
     first and last samples in the window. None: fewer than two samples (no bad-slice
@@ -132,9 +139,10 @@ def _throughput_bad(
     if first == last:
         return None
     healthy = Fraction(min(last, stop) - min(first, stop), last - first)
-    if healthy * HEALTHY_FACTOR == 1:
+    mean = healthy * healthy_factor(sample, rate_window)
+    if mean == 1:
         raise _Ambiguous  # exactly at the floor: float rounding decides, so do not rely on it
-    return 1 if healthy * HEALTHY_FACTOR < 1 else 0
+    return 1 if mean < 1 else 0
 
 
 def _share(bad: list[int | None], step: int, window: int, j: int, closed: bool) -> Fraction | None:
@@ -244,6 +252,11 @@ def _simulate(
         fire_at=crossing + hold,
         below=float(before) / limit,
         above=float(at) / limit,
+        healthy=(
+            Fraction(1)
+            if source.rate_window is None
+            else healthy_factor(sample, source.rate_window)
+        ),
     )
 
 
