@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
 from obs_iac import conventions
+from obs_iac.packs.slo.windows import seconds
 from tests.slo.helpers import HEADER, make_repo, render_repo, require_tool, service_call
 
 SLOS = """\
@@ -39,60 +41,59 @@ def _write(tmp_path: Path) -> tuple[Path, Path]:
     return out / conventions.rule_file("svc"), out / conventions.rule_test_file("svc")
 
 
-def _slice_test_files(rules: Path) -> list[Path]:
-    """Test files holding only the time-slice SLO tests (each tier has its own evaluation
-    step, which may happen to be the default one)."""
+def _select(rules: Path, keep: Callable[[str], bool], tag: str) -> list[Path]:
+    """Copies of the service's test files (one per evaluation step) holding only the tests
+    whose name passes ``keep``, next to the originals so the rule path still resolves."""
     files = []
     for path in sorted(rules.parent.parent.glob("tests/svc.*test.yml")):
+        if not re.fullmatch(r"svc(\.eval-[^.]+)?\.test\.yml", path.name):
+            continue  # a copy made by an earlier selection
         body = yaml.safe_load(path.read_text(encoding="utf-8"))
-        prefixes = tuple(f"Slo{slo}BudgetBurn" for slo in SLICE_SLOS)
-        body["tests"] = [t for t in body["tests"] if t["name"].startswith(prefixes)]
+        body["tests"] = [t for t in body["tests"] if keep(t["name"])]
         if body["tests"]:
-            target = path.with_name(path.name.replace(".test.yml", ".slices.test.yml"))
+            target = path.with_name(path.name.replace(".test.yml", f".{tag}.test.yml"))
             target.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
             files.append(target)
     return files
 
 
-def _only_slo_tests(tests: Path) -> None:
-    body = yaml.safe_load(tests.read_text(encoding="utf-8"))
-    slices = tuple(f"Slo{slo}BudgetBurn" for slo in SLICE_SLOS)
-    body["tests"] = [
-        t for t in body["tests"] if t["name"].startswith("Slo") and not t["name"].startswith(slices)
-    ]
-    tests.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
+def _names(files: list[Path]) -> list[str]:
+    return [t["name"] for f in files for t in yaml.safe_load(f.read_text())["tests"]]
+
+
+def _is_slice(name: str) -> bool:
+    return name.startswith(tuple(f"Slo{slo}BudgetBurn" for slo in SLICE_SLOS))
+
+
+def _is_event(name: str) -> bool:
+    return name.startswith("Slo") and not _is_slice(name)
 
 
 def test_rules_check_and_generated_tests_pass(tmp_path: Path) -> None:
     promtool = require_tool("promtool")
-    rules, tests = _write(tmp_path)
+    rules, _ = _write(tmp_path)
     check = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    body = yaml.safe_load(tests.read_text(encoding="utf-8"))
-    names = [t["name"] for t in body["tests"]]
+    files = _select(rules, lambda name: name.startswith("Slo"), "slo")
+    names = _names(files)
     # Every tier of the event SLOs has above / below / guard cases.
     for slo, tiers in (("Latency", 4), ("Errors", 4)):
         for case in ("threshold fires", "threshold does not fire", "events does not fire"):
             hits = [n for n in names if n.startswith(f"Slo{slo}BudgetBurn") and case in n]
             assert len(hits) == tiers, (slo, case, hits)
-    # Every tier of the time-slice SLOs has one timeline with a silent and a firing check,
-    # in a file of its own evaluation step.
-    slice_files = _slice_test_files(rules)
-    slice_tests = [t for f in slice_files for t in yaml.safe_load(f.read_text())["tests"]]
+    # Every tier of the time-slice SLOs has one timeline with a firing and a silent check.
+    tests = [t for f in files for t in yaml.safe_load(f.read_text())["tests"]]
     for slo, what in (
         ("Freshness", "no success for longer than 15m"),
         ("Throughput", "throughput below 5/s"),
         ("Daily", "no success for longer than 1d"),
     ):
         for tier in ("Page1h", "Page6h"):
-            (test,) = [t for t in slice_tests if t["name"].startswith(f"Slo{slo}BudgetBurn{tier}")]
+            (test,) = [t for t in tests if t["name"].startswith(f"Slo{slo}BudgetBurn{tier}")]
             assert what in test["name"]
             assert [bool(c["exp_alerts"]) for c in test["alert_rule_test"]] == [True, False]
-    _only_slo_tests(tests)
     run = subprocess.run(
-        [promtool, "test", "rules", str(tests), *map(str, slice_files)],
-        capture_output=True,
-        text=True,
+        [promtool, "test", "rules", *map(str, files)], capture_output=True, text=True
     )
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -102,12 +103,10 @@ def test_a_mutated_threshold_fails_the_generated_tests(tmp_path: Path) -> None:
     'just above fires' case, and 10 % lower every 'just below does not fire' case."""
     promtool = require_tool("promtool")
     for scale, broken in ((1.1, "threshold fires"), (0.9, "threshold does not fire")):
-        rules, tests = _write(tmp_path / str(scale))
-        body = yaml.safe_load(tests.read_text(encoding="utf-8"))
-        body["tests"] = [t for t in body["tests"] if broken in t["name"]]
-        kept = [t["name"] for t in body["tests"]]
+        rules, _ = _write(tmp_path / str(scale))
+        files = _select(rules, lambda n, b=broken: _is_event(n) and b in n, "broken")
+        kept = _names(files)
         assert len(kept) == 8
-        tests.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
         text = rules.read_text(encoding="utf-8")
 
         def bump(match: re.Match[str], scale: float = scale) -> str:
@@ -117,7 +116,7 @@ def test_a_mutated_threshold_fails_the_generated_tests(tmp_path: Path) -> None:
         assert mutated != text
         rules.write_text(mutated, encoding="utf-8")
         run = subprocess.run(
-            [promtool, "test", "rules", str(tests)], capture_output=True, text=True
+            [promtool, "test", "rules", *map(str, files)], capture_output=True, text=True
         )
         output = run.stdout + run.stderr
         assert run.returncode != 0
@@ -146,8 +145,8 @@ def test_a_mutated_threshold_fails_the_time_slice_tests(tmp_path: Path) -> None:
     promtool = require_tool("promtool")
     for scale, broken in ((1.1, "fire"), (0.9, "quiet")):
         rules, _ = _write(tmp_path / str(scale))
-        files = _slice_test_files(rules)
-        names = [t["name"] for f in files for t in yaml.safe_load(f.read_text())["tests"]]
+        files = _select(rules, _is_slice, "slices")
+        names = _names(files)
         assert len(names) == 2 * len(SLICE_SLOS)
         text = rules.read_text(encoding="utf-8")
 
@@ -229,6 +228,9 @@ Slo(name="errors", objective=99.5, sli=ErrorRatioSli(total=REQ, bad=ERR),
                       for_duration="10m"),
             BurnAlert(tier="ticket", long_window="1d", short_window="2h", budget_percent=10,
                       for_duration="1h"))),
+Slo(name="fresh", objective=99.5, sli=FreshnessSli(last_success=FRESH, max_age="15m"),
+    alerts=(BurnAlert(tier="page", long_window="1h", short_window="5m", budget_percent=2,
+                      for_duration="2m"),)),
 """
     repo = make_repo(tmp_path, HEADER + service_call(slos))
     result = render_repo(repo)
@@ -236,10 +238,21 @@ Slo(name="errors", objective=99.5, sli=ErrorRatioSli(total=REQ, bad=ERR),
     for path, data in result.files.items():
         (out / path).parent.mkdir(parents=True, exist_ok=True)
         (out / path).write_bytes(data)
-    tests = out / conventions.rule_test_file("svc")
-    _only_slo_tests(tests)
-    body = yaml.safe_load(tests.read_text(encoding="utf-8"))
-    times = {t["alert_rule_test"][0]["eval_time"] for t in body["tests"]}
+    files = _select(out / conventions.rule_file("svc"), lambda n: n.startswith("Slo"), "slo")
+    tests = [t for f in files for t in yaml.safe_load(f.read_text())["tests"]]
+    times = {
+        t["alert_rule_test"][0]["eval_time"] for t in tests if t["name"].startswith("SloErrors")
+    }
     assert times == {"130m", "100m"}  # 2h + 10m; 2 steps of 20m + 1h
-    run = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
+    # A time-slice tier checks 2m after the crossing (its step is under a minute, so the
+    # hold spans several evaluations) and one evaluation before that.
+    (where,) = [f for f in files if "SloFreshBudgetBurnPage1h" in f.read_text()]
+    body = yaml.safe_load(where.read_text())
+    step = seconds(body["evaluation_interval"])
+    fire, quiet = body["tests"][0]["alert_rule_test"]
+    assert seconds(fire["eval_time"]) - seconds(quiet["eval_time"]) == step
+    assert step < 120 and fire["exp_alerts"] and not quiet["exp_alerts"]
+    run = subprocess.run(
+        [promtool, "test", "rules", *map(str, files)], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stdout + run.stderr

@@ -403,12 +403,17 @@ def _event_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
         # it, so a burn just above must have fired by then, and one just below never does.
         history, burn = n, n
         detect = f"within {alert.long_window}"
+        own_step: str | None = None
     else:
         # The burn runs from the first sample. Both counters share their timestamps, so
         # rate() extrapolates them alike and any window holding two or more samples shows
         # exactly the burn ratio: two steps suffice.
         history, burn = 0, 2
         detect = "from the start"
+        # Every rule reads only the raw counters or records of the same evaluation, so
+        # evaluating at the sample interval gives the same values at the sample times
+        # and costs a handful of steps instead of one per simulated minute.
+        own_step = minutes_duration(step)
     # The burn goes on through the alert's `for`, so the short window never runs dry.
     burn += math.ceil(_for_minutes(alert) / step)
     eval_time = minutes_duration((history + burn) * step)
@@ -422,6 +427,7 @@ def _event_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
             eval_time=eval_time,
             expect_firing=True,
             exp_labels=exp,
+            evaluation_interval=own_step,
         ),
         AlertTestCase(
             name=f"burn {number(below / limit)}x the threshold does not fire",
@@ -429,6 +435,7 @@ def _event_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
             input_series=_burn_inputs(ctx, history, burn, per_step, below),
             eval_time=eval_time,
             expect_firing=False,
+            evaluation_interval=own_step,
         ),
     ]
     if guard > 0:
@@ -441,6 +448,7 @@ def _event_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
                 input_series=_burn_inputs(ctx, history, burn, guard / (2 * n), above),
                 eval_time=eval_time,
                 expect_firing=False,
+                evaluation_interval=own_step,
             )
         )
     return cases
