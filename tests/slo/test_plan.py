@@ -158,6 +158,18 @@ def test_examples_carry_slos_that_pass_promtool(tmp_path: Path) -> None:
                            ("image-classify-v3", {"latency", "error_ratio"})):  # fmt: skip
         sections = result.plan.service(service).sections["slo"]
         assert {s["sli"]["kind"] for s in sections} == kinds
+        # Every SLO alert has a firing and a silent check, some in files of their own
+        # evaluation step (tests/test_promtool.py runs all of them on the full render).
+        checks: dict[str, set[bool]] = {}
+        for path, data in result.files.items():
+            if path.startswith(f"prometheus/tests/{service}."):
+                for test in yaml.safe_load(data)["tests"]:
+                    for check in test["alert_rule_test"]:
+                        checks.setdefault(check["alertname"], set()).add(bool(check["exp_alerts"]))
+        alerts = [r.alert for g in result.plan.rule_groups if g.service == service
+                  and g.pack == "slo" for r in g.rules if isinstance(r, AlertRule)]  # fmt: skip
+        assert len(alerts) >= 8
+        assert all(checks.get(alert) == {True, False} for alert in alerts), checks
         for path in (conventions.rule_file(service), conventions.rule_test_file(service)):
             target = tmp_path / path
             target.parent.mkdir(parents=True, exist_ok=True)
