@@ -491,11 +491,16 @@ def _slice_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
         values = f"{values} {_fmt(plan.stop)}x{last - fresh - 1}".strip()
     else:
         # Counters start high, so rate() never clamps its extrapolation at zero.
-        per_sample = sli.min_per_second * float(plan.healthy) * plan.sample
-        base = per_sample * 1000
+        per_sample = float(_fmt(sli.min_per_second * float(plan.healthy) * plan.sample))
+        base = float(_fmt(per_sample * 1000))
         values = f"{_fmt(base)}+{_fmt(per_sample)}x{plan.stop}"
         if last > plan.stop:
-            values += f" {_fmt(base + per_sample * plan.stop)}x{last - plan.stop - 1}"
+            # promtool expands a+bxn by repeated addition; the flat value must be exactly
+            # where that ends, as any decrease, however small, reads as a counter reset.
+            flat = base
+            for _ in range(plan.stop):
+                flat += per_sample
+            values += f" {flat!r}x{last - plan.stop - 1}"
     series = ((_series(ctx, series_of, metric, {}), values),)
     exp = {ctx.naming.prom(SLA_ID): ctx.sla_id, "slo": slo.name}
     interval, step = duration(plan.sample), duration(plan.step)
