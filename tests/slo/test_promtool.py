@@ -164,6 +164,23 @@ def test_a_mutated_threshold_fails_the_time_slice_tests(tmp_path: Path) -> None:
         assert failed == {name: [broken] for name in names}, (run.stdout + run.stderr)[:3000]
 
 
+def test_a_wrong_long_window_fails_the_time_slice_tests(tmp_path: Path) -> None:
+    """The page 6h alert reading the 1h ratio instead: the 1h share of the same bad slices
+    is far above the 6h threshold, so the silent check fails."""
+    promtool = require_tool("promtool")
+    rules, _ = _write(tmp_path)
+    files = _select(rules, lambda n: n.startswith("SloFreshnessBudgetBurnPage6h"), "window")
+    (name,) = _names(files)
+    text = rules.read_text(encoding="utf-8")
+    selector = '{business_sla_id="svc_a", slo="freshness"} >'
+    assert text.count(f"ratio_rate6h{selector}") == 1
+    rules.write_text(text.replace(f"ratio_rate6h{selector}", f"ratio_rate1h{selector}"))
+    run = subprocess.run(
+        [promtool, "test", "rules", *map(str, files)], capture_output=True, text=True
+    )
+    assert _failed_checks(run.stdout + run.stderr) == {name: ["quiet"]}, run.stdout[:3000]
+
+
 def test_missing_counters_and_series_read_as_zero_errors_or_stale(tmp_path: Path) -> None:
     """A bad counter that was never incremented does not exist yet: the error ratio must
     be 0, not empty; a freshness gauge that does not exist counts as stale."""
