@@ -222,5 +222,47 @@ def fields(pattern: str, exporter: str | None) -> None:
         )
 
 
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--fail-on",
+    type=click.Choice(["warning", "error"]),
+    default="error",
+    show_default=True,
+    help="Lowest severity that makes the exit code 1.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--today", default=None, hidden=True, help="Date for suppression expiry (tests).")
+@guarded
+def lint(paths: tuple[Path, ...], fail_on: str, fmt: str, today: str | None) -> None:
+    """Lint the plan and everything generated, or the given rule files (Prometheus rule
+    files, PrometheusRule CRDs, Mimir/Cortex namespace files). Exit 1 on findings at or
+    above --fail-on, 2 on unreadable input."""
+    import datetime as dt
+
+    from obs_iac.diagnostics import Severity
+    from obs_iac.lint.run import run_lint
+
+    try:
+        day = dt.date.fromisoformat(today) if today else None
+    except ValueError:
+        raise click.BadParameter("expected YYYY-MM-DD", param_hint="--today") from None
+    result = run_lint(_root(), paths, day)
+    _report(result.diagnostics, fmt, _root())
+    threshold = Severity.WARNING if fail_on == "warning" else Severity.ERROR
+    if fmt == "text":
+        errors = sum(1 for d in result.diagnostics if d.severity is Severity.ERROR)
+        warnings = sum(1 for d in result.diagnostics if d.severity is Severity.WARNING)
+        what = f"{result.files} files" if paths else f"{result.files} rule groups"
+        click.echo(f"lint: {errors} errors, {warnings} warnings in {what}", err=True)
+    sys.exit(int(result.exit_code(threshold)))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
