@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: render check-render test check lint typecheck fmt bench golden clean venv
+.PHONY: render check-render test check lint typecheck fmt bench golden clean venv preview
 
 venv: $(STAMP)
 
@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml
 
 render: $(STAMP)
 	$(BIN)/obs-iac render
+
+# Dashboard layout previews (SVG + PNG via headless Chromium: apt-get install chromium).
+preview: $(STAMP)
+	$(BIN)/obs-iac preview --out docs/previews --png
 
 check-render: $(STAMP)
 	$(BIN)/obs-iac render --check

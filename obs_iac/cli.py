@@ -194,6 +194,7 @@ def plugins(fmt: str) -> None:
             "distribution": p.distribution,
             "version": p.version,
             "entry_point": p.entry_point,
+            "description": str(getattr(p.obj, "description", "")),
         }
         for p in found.all()
     ]
@@ -262,6 +263,58 @@ def lint(paths: tuple[Path, ...], fail_on: str, fmt: str, today: str | None) -> 
         what = f"{result.files} files" if paths else f"{result.files} rule groups"
         click.echo(f"lint: {errors} errors, {warnings} warnings in {what}", err=True)
     sys.exit(int(result.exit_code(threshold)))
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(["pack", "generator", "lint-rule"]))
+@click.argument("name")
+@click.option(
+    "--dir",
+    "parent",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    help="Where to create obs-iac-NAME/.",
+)
+@guarded
+def new(kind: str, name: str, parent: Path) -> None:
+    """Scaffold a plugin package (pack, generator or lint rule) with a passing test."""
+    from obs_iac.scaffold import scaffold
+
+    target = scaffold(kind, name, parent)
+    click.echo(f"created {target}; next: pip install -e {target} && pytest {target}/tests")
+
+
+@main.command()
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("previews"),
+    show_default=True,
+    help="Folder for the SVG (and PNG) previews.",
+)
+@click.option("--png", is_flag=True, help="Also screenshot each SVG in headless Chromium.")
+@guarded
+def preview(out: Path, png: bool) -> None:
+    """Draw each generated dashboard's layout as SVG (and PNG), for review."""
+    from obs_iac.generators.grafana.preview import render_svg, size, svg_to_png
+    from obs_iac.lint.dashboard import dashboards
+    from obs_iac.pipeline import open_workspace
+    from obs_iac.pipeline import render as do_render
+
+    ws = open_workspace(_root())
+    result = do_render(ws)
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for art in dashboards(result.artifacts):
+        uid = str(art.data.get("uid"))
+        svg = out / f"{uid}.svg"
+        svg.write_text(render_svg(art.data), encoding="utf-8")
+        if png:
+            width, height = size(art.data)
+            svg_to_png(svg, out / f"{uid}.png", width, height)
+        count += 1
+    click.echo(f"wrote {count} dashboard previews to {out}/", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -95,6 +95,16 @@ def _key_line(text: str, key: str) -> int | None:
     return text.count("\n", 0, match.start()) + 1 if match else None
 
 
+def _toml_position(exc: tomllib.TOMLDecodeError) -> tuple[int | None, int | None]:
+    # Python < 3.14 has no lineno/colno attributes; the message carries the position.
+    line, column = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+    if line is None:
+        match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        if match:
+            line, column = int(match.group(1)), int(match.group(2))
+    return line, column
+
+
 def load_repo_config(root: Path) -> tuple[RepoConfig, str]:
     """Reads the repo config; returns it and the file it came from ('' for defaults)."""
     candidates = [(root / "obs-iac.toml", False), (root / "pyproject.toml", True)]
@@ -106,15 +116,15 @@ def load_repo_config(root: Path) -> tuple[RepoConfig, str]:
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            line = getattr(exc, "lineno", None)
+            line, column = _toml_position(exc)
             raise InputError(
                 [
                     Diagnostic(
                         "config/syntax",
                         Severity.ERROR,
                         f"{rel} is not valid TOML: {exc}",
-                        hint="fix the TOML syntax; `python -m tomllib` style errors give the line",
-                        location=Location(rel, line),
+                        hint="fix the TOML syntax at the position shown",
+                        location=Location(rel, line, column),
                     )
                 ]
             ) from None

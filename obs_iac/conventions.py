@@ -29,12 +29,12 @@ def prometheus_rule_crd(service: str) -> str:
     return f"kubernetes/prometheusrules/{service}.yaml"
 
 
-def metric_relabel_file(service: str) -> str:
-    return f"prometheus/relabel/{service}.metric_relabel_configs.yml"
+def metric_relabel_file(variant: str) -> str:
+    return f"prometheus/relabel/{variant}.metric_relabel_configs.yml"
 
 
-def servicemonitor_relabel_file(service: str) -> str:
-    return f"kubernetes/servicemonitor-relabelings/{service}.yaml"
+def servicemonitor_relabel_file(variant: str) -> str:
+    return f"kubernetes/servicemonitor-relabelings/{variant}.yaml"
 
 
 def collectors_csv(service: str) -> str:
@@ -59,6 +59,21 @@ def rule_group(service: str, pack: str) -> str:
 
 def runbook_url(base: str, alert: str) -> str:
     return f"{base}/{alert}"
+
+
+GRAFANA_PROVISIONING = "grafana/provisioning/dashboards.yaml"
+
+
+def grafana_dashboard(uid: str) -> str:
+    return f"grafana/dashboards/{uid}.json"
+
+
+def grafana_dashboard_configmap_file(uid: str) -> str:
+    return f"kubernetes/grafana-dashboards/{uid}.yaml"
+
+
+def grafana_dashboard_configmap(uid: str) -> str:
+    return f"grafana-dashboard-{uid}"
 
 
 def is_safe_relative(path: str) -> bool:

@@ -56,11 +56,12 @@ class Diagnostic:
     origin: str = "obs-iac"
     related: tuple[Location, ...] = field(default=())
 
-    def sort_key(self) -> tuple[str, int, int, str, str]:
+    def sort_key(self) -> tuple[str, int, int, int, str, str]:
         loc = self.location
         return (
             loc.file if loc else "",
             (loc.line or 0) if loc else 0,
+            (loc.column or 0) if loc else 0,
             -int(self.severity),
             self.code,
             self.message,

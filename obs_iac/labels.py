@@ -198,3 +198,15 @@ def promql_string(value: str) -> str:
             out.append(char)
     out.append('"')
     return "".join(out)
+
+
+TEMPLATE_OPEN_ESCAPED = '{{ "{{" }}'
+
+
+def template_literal(text: str) -> str:
+    """Text that a Prometheus alert template (Go text/template) renders as exactly ``text``.
+
+    Only ``{{`` opens an action, so it is the one sequence to escape; it becomes an action
+    that prints ``{{``.
+    """
+    return text.replace("{{", TEMPLATE_OPEN_ESCAPED)

@@ -61,7 +61,7 @@ def open_workspace(root: Path, config: RepoConfig | None = None) -> Workspace:
 
 def build_plan(ws: Workspace, plugins: PluginSet) -> Plan:
     loaded = load_blueprints(ws.root, ws.config.blueprints)
-    if not loaded.registrations:
+    if not loaded.registrations and not loaded.problems:
         raise InputError(
             [
                 Diagnostic(

@@ -33,26 +33,47 @@ def _rule(rule: RelabelRule, camel: bool) -> dict[str, Any]:
 
 
 class PrometheusRelabelGenerator(Generator):
+    """One relabelling per scrape source, shared by every service it serves.
+
+    A scrape job (one dcgm-exporter DaemonSet) takes one ``metric_relabel_configs``, so
+    services whose fleets need the same relabelling share one file. Fleets that need
+    different relabelling (e.g. exporter versions on either side of the Hostname ->
+    hostname rename) get one file each, named after the first service using it.
+    """
+
     name: ClassVar[str] = "prometheus-relabel"
     description: ClassVar[str] = "metric_relabel_configs / metricRelabelings to canonical labels."
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
-        by_service: dict[str, list[RelabelRule]] = {}
+        variants: dict[tuple[str, tuple[RelabelRule, ...]], list[str]] = {}
         for rset in plan.relabel_sets:
-            by_service.setdefault(rset.service, []).extend(rset.rules)
-        for service, rules in sorted(by_service.items()):
-            sources = sources_of(plan, [service])
+            variants.setdefault((rset.source, rset.rules), []).append(rset.service)
+        per_source: dict[str, int] = {}
+        for source, _ in variants:
+            per_source[source] = per_source.get(source, 0) + 1
+        for (source, rules), services in sorted(
+            variants.items(), key=lambda v: (v[0][0], sorted(v[1]))
+        ):
+            services = sorted(services)
+            variant = source if per_source[source] == 1 else f"{source}-{services[0]}"
+            sources = sources_of(plan, services)
+            shown = ", ".join(services[:4]) + (
+                f" and {len(services) - 4} more" if len(services) > 4 else ""
+            )
+            note = f"for the {source} scrape job; services: {shown}"
             yield Artifact(
-                conventions.metric_relabel_file(service),
+                conventions.metric_relabel_file(variant),
                 "yaml",
                 {"metric_relabel_configs": [_rule(r, camel=False) for r in rules]},
                 self.name,
                 sources,
+                comment=note,
             )
             yield Artifact(
-                conventions.servicemonitor_relabel_file(service),
+                conventions.servicemonitor_relabel_file(variant),
                 "yaml",
                 {"metricRelabelings": [_rule(r, camel=True) for r in rules]},
                 self.name,
                 sources,
+                comment=note,
             )

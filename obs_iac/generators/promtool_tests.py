@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from obs_iac import conventions
 from obs_iac.generators.common import groups_by_service, sources_of
+from obs_iac.labels import TEMPLATE_OPEN_ESCAPED
 from obs_iac.plan.model import AlertRule, AlertTestCase, Plan
 from obs_iac.plugins import Generator, GeneratorContext
 from obs_iac.render.artifact import Artifact
@@ -24,7 +25,8 @@ def expand_annotation(template: str, labels: dict[str, str]) -> str:
     def sub(match: re.Match[str]) -> str:
         return labels.get(match.group(1), "<no value>")
 
-    return _INDEX_REF.sub(sub, _LABEL_REF.sub(sub, template))
+    expanded = _INDEX_REF.sub(sub, _LABEL_REF.sub(sub, template))
+    return expanded.replace(TEMPLATE_OPEN_ESCAPED, "{{")
 
 
 def _test(alert: AlertRule, case: AlertTestCase) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from obs_iac.blueprint.locate import find_call, locate
 from obs_iac.blueprint.registry import Registration, collecting, stop_collecting
-from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
+from obs_iac.diagnostics import Diagnostic, Location, Severity
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,9 @@ class BlueprintFile:
 class LoadedBlueprints:
     files: tuple[BlueprintFile, ...]
     registrations: tuple[Registration, ...]
+    # Files that failed to run; validation still checks every other file, so one run
+    # reports every mistake in the repository.
+    problems: tuple[Diagnostic, ...] = ()
 
     def tree(self, path: str) -> ast.Module | None:
         for f in self.files:
@@ -74,7 +77,7 @@ def validation_diagnostics(
         loc = tuple(err["loc"])
         field_line, column = (line, 0)
         if call is not None:
-            field_line, column = locate(call, loc)
+            field_line, column = locate(call, (*prefix, *loc))
             field_line = field_line or line
         path = ".".join(str(p) for p in (*prefix, *loc)) or "(service)"
         diags.append(
@@ -115,6 +118,27 @@ def _hint(err: Any) -> str:
     if kind.startswith(("int_", "float_", "bool_", "string_type", "tuple_", "list_")):
         return "expected type: " + str(err["msg"]).replace("Input should be ", "")
     return "`obs-iac schema` describes every field, with its type and pattern"
+
+
+def _keyword_path(tree: ast.AST, line: int) -> tuple[str, ...]:
+    """The keywords leading to the model built on ``line``: a GpuFleet passed as
+    ``service(gpu=GpuFleet(...))`` reports its fields as ``gpu.<field>``."""
+    call = find_call(tree, line)
+    if call is None:
+        return ()
+    parents: dict[ast.AST, ast.AST] = {
+        child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
+    }
+    path: list[str] = []
+    node: ast.AST = call
+    while node in parents:
+        parent = parents[node]
+        if isinstance(parent, ast.keyword) and parent.arg is not None:
+            path.append(parent.arg)
+        elif not isinstance(parent, ast.Call):
+            break
+        node = parent
+    return tuple(reversed(path))
 
 
 def _user_frame_line(exc: BaseException, filename: str) -> int | None:
@@ -166,7 +190,20 @@ def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) ->
             exec(code, namespace)
         except ValidationError as exc:
             line = _user_frame_line(exc, str(path)) or 1
-            problems.extend(validation_diagnostics(exc, rel, tree, line))
+            prefix = _keyword_path(tree, line) or (str(exc.title),)
+            problems.extend(validation_diagnostics(exc, rel, tree, line, prefix=prefix))
+        except SystemExit as exc:
+            # Not an Exception: left alone it would end obs-iac itself, with the
+            # blueprint's exit code and nothing rendered or checked.
+            problems.append(
+                Diagnostic(
+                    "blueprint/error",
+                    Severity.ERROR,
+                    f"the blueprint called exit({exc.code!r})",
+                    hint="a blueprint should only declare services; remove the exit call",
+                    location=Location(rel, _user_frame_line(exc, str(path))),
+                )
+            )
         except Exception as exc:
             problems.append(
                 Diagnostic(
@@ -184,6 +221,4 @@ def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) ->
             registrations.append(
                 Registration(fields=reg.fields, file=rel, line=reg.line, column=reg.column)
             )
-    if problems:
-        raise InputError(problems)
-    return LoadedBlueprints(tuple(loaded), tuple(registrations))
+    return LoadedBlueprints(tuple(loaded), tuple(registrations), tuple(problems))

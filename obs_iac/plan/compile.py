@@ -85,7 +85,7 @@ def _section_owners(
 
 def validate_services(loaded: LoadedBlueprints, plugins: PluginSet) -> list[ServiceBlueprint]:
     owners = _section_owners(plugins.packs)
-    problems: list[Diagnostic] = []
+    problems: list[Diagnostic] = list(loaded.problems)
     services: list[ServiceBlueprint] = []
     for reg in loaded.registrations:
         result = _validate_one(reg, loaded, owners, problems)
@@ -94,9 +94,9 @@ def validate_services(loaded: LoadedBlueprints, plugins: PluginSet) -> list[Serv
     by_sla: dict[str, ServiceBlueprint] = {}
     by_name: dict[str, ServiceBlueprint] = {}
     for svc in sorted(services, key=lambda s: (s.file, s.line)):
-        for index, key, what in (
-            (by_sla, svc.service.sla_id, "business.sla_id"),
-            (by_name, svc.service.name, "service name"),
+        for index, key, what, field_name in (
+            (by_sla, svc.service.sla_id, "business.sla_id", "sla_id"),
+            (by_name, svc.service.name, "service name", "name"),
         ):
             first = index.get(key)
             if first is None:
@@ -106,11 +106,11 @@ def validate_services(loaded: LoadedBlueprints, plugins: PluginSet) -> list[Serv
                 Diagnostic(
                     "blueprint/duplicate",
                     Severity.ERROR,
-                    f"{what} {key!r} is declared twice (first at {first.file}:{first.line})",
+                    f"{what} {key!r} is declared twice (first at {first.location(field_name)})",
                     hint=f"each service needs its own {what}; rename one of them",
-                    location=Location(svc.file, svc.line),
-                    related=(Location(first.file, first.line),),
-                    object_path=(svc.service.name,),
+                    location=svc.location(field_name),
+                    related=(first.location(field_name),),
+                    object_path=(svc.service.name, field_name),
                 )
             )
     if problems:
@@ -233,6 +233,8 @@ def expand_service(
                 ]
             ) from exc
         total.extend(part)
+    if any(d.severity is Severity.ERROR for d in total.diagnostics):
+        return total  # finalize hooks may rely on what expand validated
     for pack in plugins.packs:
         finalize = getattr(pack.obj, "finalize", None)
         if finalize is not None:

@@ -45,8 +45,14 @@ def dump_yaml(data: Any) -> str:
 
 
 def _header(artifact: Artifact, prefix: str) -> str:
-    source = ", ".join(artifact.sources) if artifact.sources else "the repository's blueprints"
-    return f"{prefix} {conventions.HEADER.format(source=source)}\n"
+    if not artifact.sources or len(artifact.sources) > 4:
+        source = f"{len(artifact.sources) or 'the'} blueprints"
+    else:
+        source = ", ".join(artifact.sources)
+    header = f"{prefix} {conventions.HEADER.format(source=source)}\n"
+    if artifact.comment:
+        header += f"{prefix} {artifact.comment}\n"
+    return header
 
 
 def serialize(artifact: Artifact) -> bytes:

@@ -104,12 +104,10 @@ def compare(out: Path, files: Mapping[str, bytes]) -> Drift:
     return Drift(tuple(added), tuple(changed), tuple(removed), tuple(conflicts))
 
 
-def _fsync_write(path: Path, data: bytes) -> None:
+def _stage(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as fh:
         fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def recover(out: Path) -> None:
@@ -170,10 +168,13 @@ def write(out: Path, files: Mapping[str, bytes], force_adopt: bool = False) -> D
         return drift
     replace = sorted(set(drift.added) | set(drift.changed) - {conventions.MANIFEST})
     for rel in replace:
-        _fsync_write(out / (rel + conventions.TMP_SUFFIX), files[rel])
-    _fsync_write(out / (conventions.MANIFEST + conventions.TMP_SUFFIX), manifest_bytes(files))
+        _stage(out / (rel + conventions.TMP_SUFFIX), files[rel])
+    _stage(out / (conventions.MANIFEST + conventions.TMP_SUFFIX), manifest_bytes(files))
     journal = {"remove": list(drift.removed), "replace": replace}
-    _fsync_write(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), json.dumps(journal).encode())
+    _stage(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), json.dumps(journal).encode())
+    # One flush for every staged file instead of an fsync per file (thousands of them at
+    # fleet scale): the staged data must be durable before the journal commits to it.
+    os.sync()
     # The commit point: once the journal exists, the new tree is what recovery produces.
     os.replace(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), out / conventions.JOURNAL)
     _apply(out, journal)

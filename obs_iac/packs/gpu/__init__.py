@@ -12,6 +12,7 @@ The pack's own rules only ever use canonical labels.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import ClassVar
 
 from pydantic import BaseModel
@@ -30,6 +31,9 @@ from obs_iac.labels import (
     K8S_POD,
     SLA_ID,
     LabelNaming,
+    is_classic_label_name,
+    promql_string,
+    template_literal,
 )
 from obs_iac.plan.compile import ServiceBlueprint
 from obs_iac.plan.model import (
@@ -88,11 +92,17 @@ def host_label(fleet: GpuFleet) -> str:
 
 def native_labels(fleet: GpuFleet) -> tuple[str, ...]:
     """Labels dcgm-exporter (and the scrape) put on GPU metrics for this fleet."""
-    labels = {"gpu", "UUID", "device", "modelName", host_label(fleet), "job", "instance"}
-    if version_tuple(fleet.dcgm_exporter_version.split("-")[1]) >= (3, 5, 0):
+    return _native_labels(fleet.exporter_version, fleet.honor_labels)
+
+
+@cache
+def _native_labels(exporter_version: str, honor_labels: bool) -> tuple[str, ...]:
+    host = "Hostname" if version_tuple(exporter_version) <= LAST_CAPITAL_HOSTNAME else "hostname"
+    labels = {"gpu", "UUID", "device", "modelName", host, "job", "instance"}
+    if version_tuple(exporter_version) >= (3, 5, 0):
         labels.add("pci_bus_id")
     workload = ("pod", "namespace", "container")
-    if fleet.honor_labels:
+    if honor_labels:
         labels.update(workload)
     else:
         # honorLabels: false renames the exporter's workload labels, and pod/namespace/
@@ -109,8 +119,15 @@ def canonical_labels(naming: LabelNaming) -> tuple[str, ...]:
 
 
 def field_labels(name: str, fleet: GpuFleet, naming: LabelNaming) -> tuple[str, ...]:
-    labels = set(native_labels(fleet)) | set(canonical_labels(naming))
-    if name == XID and version_tuple(fleet.exporter_version) >= (3, 4, 0):
+    return _field_labels(name, fleet.exporter_version, fleet.honor_labels, naming)
+
+
+@cache
+def _field_labels(
+    name: str, exporter_version: str, honor_labels: bool, naming: LabelNaming
+) -> tuple[str, ...]:
+    labels = set(_native_labels(exporter_version, honor_labels)) | set(canonical_labels(naming))
+    if name == XID and version_tuple(exporter_version) >= (3, 4, 0):
         labels.update(("err_code", "err_msg"))
     if name == "DCGM_EXP_XID_ERRORS_COUNT":
         labels.update(("window_size_in_ms", "xid"))
@@ -165,7 +182,11 @@ class _TestSeries:
     labels: dict[str, str]
 
     def series(self, metric: str) -> str:
-        inner = ", ".join(f'{k}="{v}"' for k, v in sorted(self.labels.items()))
+        # Escaped like any PromQL literal: a GPU model string may hold quotes or newlines.
+        inner = ", ".join(
+            f"{k if is_classic_label_name(k) else promql_string(k)}={promql_string(v)}"
+            for k, v in sorted(self.labels.items())
+        )
         return f"{metric}{{{inner}}}"
 
 
@@ -219,6 +240,9 @@ class GpuPack(Pack):
         self, service: ServiceBlueprint, draft: Contribution, ctx: PackContext
     ) -> Contribution:
         """Derives the collector set from every query any pack generated."""
+        if any(d.severity is Severity.ERROR for d in draft.diagnostics):
+            # expand() already reported why this service has no usable field set.
+            return Contribution()
         fleet = service.service.gpu
         catalog = dcgm.catalog()
         reasons: dict[str, str] = {}
@@ -227,7 +251,8 @@ class GpuPack(Pack):
                 if metric in catalog:
                     reasons.setdefault(metric, owner)
         for extra in fleet.extra_fields:
-            reasons.setdefault(extra, "extra")
+            if extra in catalog:
+                reasons.setdefault(extra, "extra")
         fields = []
         out = Contribution()
         for name in sorted(reasons, key=lambda n: (catalog[n].field_id, n)):
@@ -479,7 +504,12 @@ class GpuPack(Pack):
                 labels=dict(sorted(labels.items())),
                 annotations={
                     "description": description,
-                    "runbook_url": conventions.runbook_url(svc.runbook_base_url, name),
+                    # User text goes through template_literal: annotations are Go
+                    # templates, and a stray "{{" must neither break nor change them.
+                    "runbook_url": template_literal(
+                        conventions.runbook_url(svc.runbook_base_url, name)
+                    ),
+                    "sla_objective": template_literal(svc.objective),
                     "summary": summary,
                 },
                 tests=tuple(tests),

@@ -1,0 +1,693 @@
+"""The Grafana dashboards generator: one cross-layer dashboard per SLA, a fleet overview,
+a file-provisioning config and sidecar ConfigMaps.
+
+The only module that imports grafanalib. grafanalib builds the panel and dashboard
+objects; its ``to_json_data()`` output is then cleaned of the pre-schema-36 keys it
+still emits (``span``, ``minSpan``, target ``step``/``intervalFactor``, ...) and the
+result is serialised by our deterministic JSON writer, not grafanalib's encoder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+from grafanalib import core as G
+from pydantic import BaseModel, ConfigDict, Field
+
+from obs_iac import conventions
+from obs_iac.conventions import Records
+from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, Severity
+from obs_iac.generators.common import sources_of
+from obs_iac.generators.grafana.layout import (
+    PlacedRow,
+    apply_overrides,
+    duplicate_keys,
+    place,
+    stable_uid,
+)
+from obs_iac.generators.grafana.queries import VariableNames, parametrise, used_variables
+from obs_iac.labels import GPU_ID, PYTORCH_RANK, SLA_ID, LabelNaming
+from obs_iac.plan.model import DashboardRow, Panel, PanelQuery, Plan, ServicePlan
+from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.promql import PromQLSyntaxError, parse
+from obs_iac.render.artifact import Artifact
+
+NAME = "grafana-dashboards"
+SCHEMA_VERSION = 39
+CONFIGMAP_LIMIT = 1024 * 1024
+SLO_MARKERS = ("slo", "sli", "error_budget", "burn_rate")
+
+# Keys grafanalib still writes that the current dashboard schema has no use for.
+# (Top-level "color", "columns", "fontSize" and "mappings" are the pre-v8 table's.)
+_LEGACY_PANEL_KEYS = frozenset(
+    {
+        "cacheTimeout",
+        "color",
+        "columns",
+        "editable",
+        "error",
+        "fontSize",
+        "height",
+        "mappings",
+        "maxPerRow",
+        "minSpan",
+        "span",
+    }
+)
+_LEGACY_TARGET_KEYS = frozenset({"metric", "query", "step", "target", "intervalFactor"})
+_LEGACY_DASHBOARD_KEYS = frozenset({"__inputs", "hideControls", "rows", "sharedCrosshair", "style"})
+
+
+class GrafanaDashboardsConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    folder: str = Field(default="obs-iac", description="Grafana folder for every dashboard.")
+    namespace: str = Field(default="monitoring", description="Namespace of the ConfigMaps.")
+    configmaps: bool = Field(default=True, description="Write sidecar ConfigMaps.")
+    provisioning_path: str = Field(
+        default="/var/lib/grafana/dashboards/obs-iac",
+        description="Where Grafana reads the dashboard JSON files (provider options.path).",
+    )
+    refresh: str = Field(default="1m", description="Dashboard auto-refresh interval.")
+    time_from: str = Field(default="now-6h", description="Default time range start.")
+
+
+def ds_ref(kind: str, names: VariableNames) -> dict[str, str]:
+    var = names.ds_prometheus if kind == "prometheus" else names.ds_loki
+    return {"type": kind, "uid": f"${{{var}}}"}
+
+
+def dashboard_uid(service: str) -> str:
+    return stable_uid("obs-iac", service)
+
+
+FLEET_UID = stable_uid("obs-iac", "fleet-overview")
+
+
+def _clean(value: Any) -> Any:
+    """Drops nulls recursively: Grafana fills its own defaults for absent keys."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if item is None:
+                continue
+            out[key] = _clean(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _to_data(obj: Any) -> Any:
+    """grafanalib objects -> plain data, without grafanalib's (slow) JSON encoder."""
+    if hasattr(obj, "to_json_data"):
+        return _to_data(obj.to_json_data())
+    if isinstance(obj, dict):
+        return {k: _to_data(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_to_data(v) for v in obj]
+    return obj
+
+
+def _strip_panel(panel: dict[str, Any]) -> dict[str, Any]:
+    for key in _LEGACY_PANEL_KEYS:
+        panel.pop(key, None)
+    if not panel.get("hideTimeOverride"):
+        panel.pop("hideTimeOverride", None)
+    if not panel.get("transparent"):
+        panel.pop("transparent", None)
+    for key in ("links", "transformations"):
+        if panel.get(key) == []:
+            panel.pop(key)
+    # grafanalib defaults maxDataPoints to 100, which would thin every series.
+    panel.pop("maxDataPoints", None)
+    for target in panel.get("targets", []):
+        for key in _LEGACY_TARGET_KEYS:
+            target.pop(key, None)
+        if target.get("interval") == "":
+            target.pop("interval")
+        if target.get("hide") is False:
+            target.pop("hide")
+    return panel
+
+
+def _target(query: PanelQuery, expr: str, names: VariableNames, instant: bool) -> G.Target:
+    return G.Target(
+        expr=expr,
+        legendFormat=query.legend,
+        refId=query.ref_id,
+        datasource=ds_ref(query.datasource, names),
+        instant=instant,
+        format="table" if instant else "time_series",
+    )
+
+
+def _panel_object(
+    panel: Panel, targets: list[G.Target], ds: dict[str, str], pid: int, grid: dict[str, int]
+) -> Any:
+    common: dict[str, Any] = {
+        "title": panel.title,
+        "description": panel.description or None,
+        "dataSource": ds,
+        "targets": targets,
+        "id": pid,
+        "gridPos": G.GridPos(**grid),
+    }
+    if panel.kind == "timeseries":
+        return G.TimeSeries(unit=panel.unit, **common)
+    if panel.kind in ("stat", "bargauge", "gauge"):
+        # grafanalib's BarGauge/GaugePanel write the pre-v7 options; its Stat writes the
+        # modern fieldConfig, so the three share it and differ only in options (below).
+        return G.Stat(format=panel.unit, reduceCalc="lastNotNull", thresholds=[], **common)
+    if panel.kind == "table":
+        return G.Table(unit=panel.unit, **common)
+    if panel.kind == "logs":
+        return G.Logs(showTime=True, wrapLogMessages=True, enableLogDetails=True, **common)
+    # heatmap: grafanalib's Heatmap is the legacy (pre-v9) panel; start from a time
+    # series and give it the current heatmap options.
+    return G.TimeSeries(unit=panel.unit, **common)
+
+
+_REDUCE = {"calcs": ["lastNotNull"], "fields": "", "values": False}
+_MODERN_OPTIONS: dict[str, dict[str, Any]] = {
+    "bargauge": {
+        "displayMode": "gradient",
+        "orientation": "horizontal",
+        "reduceOptions": _REDUCE,
+        "showUnfilled": True,
+    },
+    "gauge": {
+        "orientation": "auto",
+        "reduceOptions": _REDUCE,
+        "showThresholdLabels": False,
+        "showThresholdMarkers": True,
+    },
+    "heatmap": {
+        "calculate": False,
+        "cellGap": 1,
+        "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
+        "yAxis": {"axisPlacement": "left"},
+    },
+}
+
+
+def panel_json(
+    panel: Panel,
+    pid: int,
+    grid: dict[str, int],
+    names: VariableNames,
+    exprs: Sequence[str],
+) -> dict[str, Any]:
+    kinds = {q.datasource for q in panel.queries}
+    ds = ds_ref(sorted(kinds)[0] if len(kinds) == 1 else "prometheus", names)
+    if len(kinds) > 1:
+        ds = {"type": "datasource", "uid": "-- Mixed --"}
+    # Tables show the current value per series; everything else plots over time.
+    instant = panel.kind == "table"
+    targets = [_target(q, e, names, instant) for q, e in zip(panel.queries, exprs, strict=True)]
+    data = _clean(_to_data(_panel_object(panel, targets, ds, pid, grid)))
+    data = _strip_panel(data)
+    for target in data.get("targets", []):
+        if target["datasource"]["type"] == "loki":
+            # Loki queries have no "format"; they say range or instant by queryType.
+            target.pop("format", None)
+            target["queryType"] = "instant" if target.pop("instant", False) else "range"
+    if panel.kind in _MODERN_OPTIONS:
+        data["type"] = panel.kind
+        data["options"] = json.loads(json.dumps(_MODERN_OPTIONS[panel.kind]))
+        if panel.kind == "heatmap":
+            data["fieldConfig"]["defaults"]["custom"] = {}
+    # The IR's unit is authoritative and every panel carries one.
+    defaults = data.setdefault("fieldConfig", {}).setdefault("defaults", {})
+    defaults["unit"] = panel.unit
+    data["fieldConfig"].setdefault("overrides", [])
+    if panel.kind == "logs" or data["type"] == "logs":
+        data["fieldConfig"]["defaults"].pop("custom", None)
+    return data
+
+
+def row_json(row: PlacedRow) -> dict[str, Any]:
+    data = _clean(
+        _to_data(G.RowPanel(title=row.title, id=row.id, gridPos=G.GridPos(**row.grid.as_dict())))
+    )
+    data = _strip_panel(data)
+    for key in ("datasource", "targets", "fieldConfig"):
+        data.pop(key, None)
+    return data
+
+
+def alert_annotations(names: VariableNames, naming: LabelNaming, sla: bool) -> list[Any]:
+    expr = 'ALERTS{alertstate="firing"'
+    expr += (", " + naming.matcher(SLA_ID, f"${names.sla}")) if sla else ""
+    expr += "}"
+    return [
+        {
+            "builtIn": 1,
+            "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+            "enable": True,
+            "hide": True,
+            "iconColor": "rgba(0, 211, 255, 1)",
+            "name": "Annotations & Alerts",
+            "type": "dashboard",
+        },
+        {
+            "datasource": ds_ref("prometheus", names),
+            "enable": True,
+            "expr": expr,
+            "iconColor": "red",
+            "name": "Firing alerts",
+            "step": "60s",
+            "tagKeys": "alertname,severity",
+            "titleFormat": "{{alertname}}",
+        },
+    ]
+
+
+def _variable(data: Any) -> dict[str, Any]:
+    out: dict[str, Any] = _clean(_to_data(data))
+    for key in ("useTags", "tagsQuery", "tagValuesQuery", "auto", "auto_min", "auto_count"):
+        out.pop(key, None)
+    current = out.get("current") or {}
+    if current.get("value") is None:
+        out.pop("current", None)
+    return out
+
+
+def datasource_variable(name: str, kind: str, label: str) -> dict[str, Any]:
+    out = _variable(G.Template(name=name, query=kind, type="datasource", label=label))
+    out["options"] = []
+    return out
+
+
+def _dashboard(
+    *,
+    uid: str,
+    title: str,
+    description: str,
+    tags: list[str],
+    panels: list[dict[str, Any]],
+    variables: list[dict[str, Any]],
+    annotations: list[Any],
+    links: list[Any],
+    settings: GrafanaDashboardsConfig,
+) -> dict[str, Any]:
+    board = G.Dashboard(
+        title=title,
+        uid=uid,
+        description=description,
+        tags=tags,
+        graphTooltip=G.GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR,
+        schemaVersion=SCHEMA_VERSION,
+        timezone="browser",
+        refresh=settings.refresh,
+        time=G.Time(settings.time_from, "now"),
+        links=links,
+    )
+    data: dict[str, Any] = _clean(_to_data(board))
+    for key in _LEGACY_DASHBOARD_KEYS:
+        data.pop(key, None)
+    data["panels"] = panels
+    data["templating"] = {"list": variables}
+    data["annotations"] = {"list": annotations}
+    data.pop("id", None)  # provisioning upserts by uid; an id would pin one instance
+    data["version"] = 1
+    return data
+
+
+class GrafanaDashboardsGenerator(Generator):
+    name: ClassVar[str] = NAME
+    description: ClassVar[str] = (
+        "Cross-layer Grafana dashboards per SLA, a fleet overview, file provisioning "
+        "and sidecar ConfigMaps."
+    )
+    config_model: ClassVar[type[BaseModel]] = GrafanaDashboardsConfig
+
+    def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
+        settings = ctx.settings
+        assert isinstance(settings, GrafanaDashboardsConfig)
+        boards: list[tuple[dict[str, Any], tuple[str, ...]]] = []
+        rows_by_service: dict[str, list[DashboardRow]] = {}
+        for row in plan.dashboard_rows:
+            rows_by_service.setdefault(row.service, []).append(row)
+        for svc in plan.services:
+            rows = rows_by_service.get(svc.name, [])
+            if not rows:
+                continue
+            board = service_dashboard(plan, svc, rows, ctx.naming, settings)
+            boards.append((board, sources_of(plan, [svc.name])))
+        if plan.services:
+            fleet = fleet_dashboard(plan, ctx.naming, settings)
+            boards.append((fleet, sources_of(plan, [s.name for s in plan.services])))
+        yield from self._artifacts(boards, settings)
+
+    def _artifacts(
+        self,
+        boards: list[tuple[dict[str, Any], tuple[str, ...]]],
+        settings: GrafanaDashboardsConfig,
+    ) -> Iterator[Artifact]:
+        too_big: list[Diagnostic] = []
+        for board, sources in sorted(boards, key=lambda b: str(b[0]["uid"])):
+            uid = str(board["uid"])
+            yield Artifact(conventions.grafana_dashboard(uid), "json", board, self.name, sources)
+            if not settings.configmaps:
+                continue
+            text = json.dumps(board, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            configmap = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": conventions.grafana_dashboard_configmap(uid),
+                    "namespace": settings.namespace,
+                    "labels": {
+                        "app.kubernetes.io/managed-by": "obs-iac",
+                        "grafana_dashboard": "1",
+                    },
+                    "annotations": {"grafana_folder": settings.folder},
+                },
+                "data": {f"{uid}.json": text},
+            }
+            size = len(json.dumps(configmap, ensure_ascii=False).encode())
+            if size >= CONFIGMAP_LIMIT:
+                too_big.append(
+                    Diagnostic(
+                        "dashboard/too-large",
+                        Severity.ERROR,
+                        f"the ConfigMap for dashboard {uid} would be {size} bytes; "
+                        "Kubernetes limits a ConfigMap to 1 MiB",
+                        hint="hide panels with the dashboards section's overrides, or set "
+                        "[tool.obs-iac.generators.grafana-dashboards] configmaps = false "
+                        "and provision from files",
+                        location=Location(sources[0]) if sources else None,
+                        object_path=(uid,),
+                        origin=self.name,
+                    )
+                )
+                continue
+            yield Artifact(
+                conventions.grafana_dashboard_configmap_file(uid),
+                "yaml",
+                configmap,
+                self.name,
+                sources,
+            )
+        if too_big:
+            raise InputError(too_big)
+        yield Artifact(
+            conventions.GRAFANA_PROVISIONING,
+            "yaml",
+            provisioning(settings),
+            self.name,
+            tuple(sorted({s for _, srcs in boards for s in srcs})),
+        )
+
+
+def provisioning(settings: GrafanaDashboardsConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": 1,
+        "providers": [
+            {
+                "name": "obs-iac",
+                "orgId": 1,
+                "folder": settings.folder,
+                "type": "file",
+                "disableDeletion": False,
+                "allowUiUpdates": False,
+                "updateIntervalSeconds": 60,
+                "options": {"path": settings.provisioning_path, "foldersFromFilesStructure": False},
+            }
+        ],
+    }
+
+
+def _overrides(svc: ServicePlan) -> Mapping[str, Mapping[str, Any]]:
+    section = svc.sections.get("dashboards") or {}
+    overrides: Mapping[str, Mapping[str, Any]] = section.get("overrides") or {}
+    return overrides
+
+
+def service_dashboard(
+    plan: Plan,
+    svc: ServicePlan,
+    rows: Sequence[DashboardRow],
+    naming: LabelNaming,
+    settings: GrafanaDashboardsConfig,
+) -> dict[str, Any]:
+    dupes = duplicate_keys(rows)
+    if dupes:
+        raise InputError(
+            [
+                Diagnostic(
+                    "dashboard/duplicate-panel-key",
+                    Severity.ERROR,
+                    f"panel key {key!r} is used {len(packs)} times in the dashboard of "
+                    f"{svc.name} (packs: {', '.join(sorted(packs))})",
+                    hint="panel keys must be unique per dashboard: ids and overrides use them",
+                    location=Location(svc.source.file, svc.source.line),
+                    object_path=(svc.name, "dashboards", key),
+                    origin=NAME,
+                )
+                for key, packs in dupes.items()
+            ]
+        )
+    names = VariableNames.for_naming(naming)
+    placed = place(apply_overrides(rows, _overrides(svc)))
+    panels: list[dict[str, Any]] = []
+    texts: list[str] = []
+    filtered_metrics: list[str] = []  # in panel order: the first carrier seeds a variable
+    for row in placed:
+        panels.append(row_json(row))
+        for item in row.panels:
+            exprs = []
+            for query in item.panel.queries:
+                expr, metrics = parametrise(
+                    query.expr, query.datasource, svc.sla_id, plan, naming, names
+                )
+                if query.datasource == "prometheus":
+                    _check_parses(expr, query.expr, svc, item.panel.key)
+                filtered_metrics += sorted(m for m in metrics if m not in filtered_metrics)
+                exprs.append(expr)
+            data = panel_json(item.panel, item.id, item.grid.as_dict(), names, exprs)
+            texts.append(json.dumps(data))
+            panels.append(data)
+    used = used_variables(texts)
+    variables: list[dict[str, Any]] = []
+    # Always present: the alert annotation queries Prometheus even without such panels.
+    variables.append(datasource_variable(names.ds_prometheus, "prometheus", "Prometheus"))
+    if names.ds_loki in used:
+        variables.append(datasource_variable(names.ds_loki, "loki", "Loki"))
+    sla_var = _variable(
+        G.Template(
+            name=names.sla,
+            query=svc.sla_id,
+            default=svc.sla_id,
+            type="custom",
+            label="SLA",
+            refresh=G.REFRESH_NEVER,
+        )
+    )
+    variables.append(sla_var)
+    seed = filtered_metrics
+    for var, label_key, label in (
+        (names.gpu, GPU_ID, "GPU"),
+        (names.rank, PYTORCH_RANK, "Rank"),
+    ):
+        if var not in used:
+            continue
+        carrier = next((m for m in seed if _has_label(plan, m, naming.prom(label_key))), None)
+        if carrier is None:
+            continue
+        values_query = (
+            f"label_values({carrier}{{{naming.matcher(SLA_ID, '$' + names.sla)}}}, "
+            f"{naming.prom(label_key)})"
+        )
+        variable = _variable(
+            G.Template(
+                name=var,
+                query=values_query,
+                dataSource=ds_ref("prometheus", names),
+                label=label,
+                includeAll=True,
+                multi=True,
+                allValue=".*",
+                default="$__all",
+                refresh=G.REFRESH_ON_TIME_RANGE_CHANGE,
+            )
+        )
+        variable["current"] = {"selected": True, "text": ["All"], "value": ["$__all"]}
+        variables.append(variable)
+    return _dashboard(
+        uid=dashboard_uid(svc.name),
+        title=f"{svc.name} · {svc.sla_id} (cross-layer)",
+        description=f"{svc.objective.rstrip('.')}. Team {svc.team}. Generated by obs-iac.",
+        tags=["obs-iac", "obs-iac-sla", f"team-{svc.team}"],
+        panels=panels,
+        variables=variables,
+        annotations=alert_annotations(names, naming, sla=True),
+        links=[
+            _to_data(
+                G.DashboardLink(
+                    title="Fleet overview",
+                    type="link",
+                    uri=f"/d/{FLEET_UID}",
+                    keepTime=True,
+                    icon="dashboard",
+                )
+            ),
+            _to_data(
+                G.DashboardLink(title="Runbooks", type="link", uri=svc.runbook_base_url, icon="doc")
+            ),
+        ],
+        settings=settings,
+    )
+
+
+def _has_label(plan: Plan, metric: str, label: str) -> bool:
+    spec = plan.metric(metric)
+    return spec is not None and label in spec.labels
+
+
+def _check_parses(expr: str, original: str, svc: ServicePlan, key: str) -> None:
+    try:
+        parse(expr)
+    except PromQLSyntaxError as exc:
+        raise PluginError(
+            [
+                Diagnostic(
+                    "dashboard/query-rewrite",
+                    Severity.ERROR,
+                    f"panel {key!r} of {svc.name}: the dashboard form of {original!r} does "
+                    f"not parse: {exc}",
+                    hint="a bug in the grafana-dashboards generator; please report it",
+                    object_path=(svc.name, "dashboards", key),
+                    origin=NAME,
+                )
+            ]
+        ) from None
+
+
+def slo_metrics(plan: Plan, naming: LabelNaming) -> list[str]:
+    """Per-SLA recording rules that look like SLO signals (render what exists)."""
+    sla = naming.prom(SLA_ID)
+    out = []
+    for metric in plan.metrics:
+        if metric.source != "recording" or sla not in metric.labels:
+            continue
+        parts = metric.name.lower().replace(":", "_").split("_")
+        if any(m in parts or m in metric.name.lower() for m in SLO_MARKERS):
+            out.append(metric.name)
+    return sorted(out)
+
+
+def fleet_dashboard(
+    plan: Plan, naming: LabelNaming, settings: GrafanaDashboardsConfig
+) -> dict[str, Any]:
+    names = VariableNames.for_naming(naming)
+    sla = naming.prom(SLA_ID)
+    legend = f"{{{{{sla}}}}}"
+    waste = Records.SLA_GPU_WASTE
+    rows = [
+        DashboardRow(
+            service="(fleet)",
+            layer="hardware",
+            title="GPU waste",
+            pack="fleet",
+            panels=(
+                Panel(
+                    key="waste-by-sla",
+                    title="GPU waste rate per SLA",
+                    kind="timeseries",
+                    unit="percentunit",
+                    width=16,
+                    queries=(PanelQuery(expr=waste, legend=legend),),
+                    description="Idle share of each SLA's GPUs over 5 minutes.",
+                ),
+                Panel(
+                    key="top-wasting",
+                    title="Top wasting services",
+                    kind="table",
+                    unit="percentunit",
+                    width=8,
+                    queries=(PanelQuery(expr=f"topk(10, {waste})", legend=legend),),
+                    description="The ten SLAs with the highest GPU idle share right now.",
+                ),
+            ),
+        )
+    ]
+    slo = slo_metrics(plan, naming)
+    if slo:
+        rows.append(
+            DashboardRow(
+                service="(fleet)",
+                layer="business",
+                title="SLO status",
+                pack="fleet",
+                panels=(
+                    Panel(
+                        key="slo-status",
+                        title="SLO status per SLA",
+                        kind="table",
+                        unit="percentunit",
+                        width=24,
+                        queries=tuple(
+                            PanelQuery(expr=name, legend=legend, ref_id=_ref(i))
+                            for i, name in enumerate(slo)
+                        ),
+                        description="Every per-SLA SLO recording rule, one column each.",
+                    ),
+                ),
+            )
+        )
+    panels: list[dict[str, Any]] = []
+    for row in place(rows):
+        panels.append(row_json(row))
+        for item in row.panels:
+            exprs = [q.expr for q in item.panel.queries]
+            data = panel_json(item.panel, item.id, item.grid.as_dict(), names, exprs)
+            if item.panel.key == "slo-status" and len(exprs) > 1:
+                data["transformations"] = [{"id": "merge", "options": {}}]
+            panels.append(data)
+    links = [
+        _to_data(
+            G.DashboardLink(
+                title=f"{svc.name} ({svc.sla_id})",
+                type="link",
+                uri=f"/d/{dashboard_uid(svc.name)}?var-{names.sla}={svc.sla_id}",
+                includeVars=False,
+                keepTime=True,
+                icon="dashboard",
+                tooltip=svc.objective,
+            )
+        )
+        for svc in plan.services
+        if any(r.service == svc.name for r in plan.dashboard_rows)
+    ]
+    links.append(
+        _to_data(
+            G.DashboardLink(
+                title="Per-SLA dashboards",
+                type="dashboards",
+                tags=["obs-iac-sla"],
+                asDropdown=True,
+                includeVars=True,
+                keepTime=True,
+            )
+        )
+    )
+    return _dashboard(
+        uid=FLEET_UID,
+        title="obs-iac fleet overview",
+        description="GPU waste and SLO status across every SLA-bound service.",
+        tags=["obs-iac", "obs-iac-fleet"],
+        panels=panels,
+        variables=[datasource_variable(names.ds_prometheus, "prometheus", "Prometheus")],
+        annotations=alert_annotations(names, naming, sla=False),
+        links=links,
+        settings=settings,
+    )
+
+
+def _ref(index: int) -> str:
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return letters[index] if index < len(letters) else f"Q{index}"
