@@ -191,10 +191,11 @@ class _Walker:
             if _matches_empty(op, str(m.value)) and op in ("=", "=~"):
                 continue  # selecting "label absent" is legitimate
             self.out.missing.append(LabelRef(m.name, "matcher", labels, name))
+        guessed = "counter" if name and name.endswith("_total") else None
         return _Value(
             "vector",
             labels,
-            facts.type if facts else None,
+            facts.type if facts else guessed,
             facts.unit if facts else _guess_unit(name),
             metric=name,
         )

@@ -10,6 +10,8 @@ from obs_iac.diagnostics import Diagnostic, Location, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
 
+# level:metric_total:operations keeps the counter's name in the metric part.
+COUNTER_NAME = re.compile(r"_total(:|$)")
 RECORD_FORMAT = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*:[a-zA-Z_][a-zA-Z0-9_]*:[a-zA-Z0-9_]+")
 # Series whose names the exporter owns: renaming them breaks every dashboard that uses them.
 EXPORTER_NATIVE_PREFIXES = ("DCGM_",)
@@ -42,7 +44,7 @@ class CounterTotal(CorpusRule):
                 origin=self.code,
             )
         for unit, rule in corpus.rules():
-            if rule.kind != "record" or rule.name.endswith("_total"):
+            if rule.kind != "record" or COUNTER_NAME.search(rule.name):
                 continue
             facts = corpus.catalogue.get(rule.name)
             if facts is None or facts.type != "counter":
@@ -51,11 +53,11 @@ class CounterTotal(CorpusRule):
                 self.code,
                 self.default_severity,
                 f"{rule.name} records a counter (the expression keeps counter semantics) "
-                "but its name does not end in _total",
+                "but its metric part does not end in _total",
                 unit,
                 rule,
-                hint="end the record name in _total, or record rate(...) instead and name it "
-                "...:rate5m",
+                hint="name it level:<metric>_total:operations, or record rate(...) instead "
+                "and name it level:<metric>:rate5m",
             )
 
 
