@@ -8,6 +8,7 @@ It also lists the ``$labels`` references a template makes, for the label-flow ch
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # Go's builtins plus the functions Prometheus 2.42 registers (checked with promtool 2.42).
 FUNCTIONS = frozenset(
@@ -146,8 +147,11 @@ def _actions(text: str) -> tuple[list[str], str | None]:
         pos = j + 2
 
 
+@lru_cache(maxsize=16384)
 def parse_error(text: str) -> str | None:
     """Why Go's template parser (as Prometheus configures it) rejects ``text``, or None."""
+    if "{{" not in text:
+        return None
     actions, problem = _actions(text)
     if problem:
         return problem

@@ -354,10 +354,11 @@ class _Walker:
         for label in listed:
             sides = [s for s in (lhs, rhs) if s.labels is not None]
             if on:
-                for side in sides:
+                lacking = [s for s in sides if s.labels is not None and label not in s.labels]
+                if lacking and lacking[0].labels is not None:
+                    side = lacking[0]
                     assert side.labels is not None
-                    if label not in side.labels:
-                        self.out.missing.append(LabelRef(label, "on", side.labels, side.metric))
+                    self.out.missing.append(LabelRef(label, "on", side.labels, side.metric))
             elif len(sides) == 2 and all(label not in (s.labels or ()) for s in sides):
                 both = (lhs.labels or frozenset()) | (rhs.labels or frozenset())
                 self.out.missing.append(LabelRef(label, "ignoring", both, lhs.metric))
