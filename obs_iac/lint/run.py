@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +28,11 @@ class LintResult:
 
 
 def _display(path: Path) -> str:
+    """The path as the user wrote it, or relative to the working folder if under it."""
+    if not path.is_absolute():
+        return str(path)
     try:
-        return os.path.relpath(path)
+        return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
 
