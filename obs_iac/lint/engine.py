@@ -333,6 +333,52 @@ def _plan_units(plan: Plan, artifacts: tuple[Artifact, ...], output: str) -> lis
     return units
 
 
+# -- dashboard queries ------------------------------------------------------------------------
+
+# Grafana's interval variables stand where PromQL wants a duration.
+_GRAFANA_DURATIONS = re.compile(r"\$(?:__rate_interval|__interval|__range)\b|\$\{__[a-z_]+\}")
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|`[^`]*`')
+
+
+def _dashboard_units(plan: Plan, artifacts: tuple[Artifact, ...], output: str) -> list[Unit]:
+    """Every Prometheus query of every generated dashboard, as a pseudo rule group, so
+    label flow, syntax, types and collector sets are checked on panels too."""
+    from obs_iac.lint.dashboard import dashboard_queries
+
+    by_board: dict[str, list[ParsedRule]] = {}
+    services: dict[str, str | None] = {}
+    by_file = {svc.source.file: svc.name for svc in plan.services}
+    for art in artifacts:
+        if art.path.startswith("grafana/dashboards/"):
+            owners = set(art.services) or {by_file.get(f) for f in art.sources}
+            services[art.path] = owners.pop() if len(owners) == 1 else None
+    for query in dashboard_queries(artifacts):
+        if query.datasource != "prometheus":
+            continue
+        expr = _GRAFANA_DURATIONS.sub("5m", query.expr)
+        if "$" in _QUOTED.sub('""', expr):
+            continue  # a template variable outside a string: not PromQL until Grafana runs
+        rules = by_board.setdefault(query.artifact, [])
+        rules.append(
+            ParsedRule(
+                kind="query",
+                name=f"panel {query.panel_title!r} ({query.ref_id or 'A'})",
+                expr=expr,
+                line=1,
+                expr_line=1,
+                index=len(rules),
+            )
+        )
+    return [
+        Unit(
+            group=ParsedGroup(name=path.rsplit("/", 1)[-1], line=1, rules=rules),
+            file=f"{output}/{path}",
+            service=services.get(path),
+        )
+        for path, rules in sorted(by_board.items())
+    ]
+
+
 # -- the cached corpus ------------------------------------------------------------------------
 
 _CACHE: list[tuple[tuple[Any, ...], Corpus]] = []
@@ -347,6 +393,7 @@ def corpus_for(plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext) ->
     units: list[Unit] = []
     if inputs.include_plan:
         units.extend(_plan_units(plan, artifacts, ctx.repo.output))
+        units.extend(_dashboard_units(plan, artifacts, ctx.repo.output))
     for rf in inputs.files:
         for group in rf.groups:
             units.append(Unit(group=group, file=rf.path, source=rf))

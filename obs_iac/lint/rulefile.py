@@ -145,7 +145,7 @@ class Problem:
 
 @dataclass
 class ParsedRule:
-    kind: str  # record | alert
+    kind: str  # record | alert | query (a dashboard panel)
     name: str
     expr: str
     line: int

@@ -46,7 +46,7 @@ class Duplicate(CorpusRule):
     def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
         seen: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[Unit, ParsedRule]] = {}
         for unit, rule in corpus.rules():
-            if not rule.name:
+            if not rule.name or rule.kind == "query":
                 continue
             key = (unit.scope, rule.kind, rule.name, tuple(sorted(rule.labels.items())))
             first = seen.get(key)
@@ -78,6 +78,8 @@ class DuplicateGroup(CorpusRule):
         yield from _file_problems(corpus, self.code)
         seen: dict[tuple[str, str], Unit] = {}
         for unit in corpus.units:
+            if any(r.kind == "query" for r in unit.group.rules):
+                continue  # a dashboard, not a rule group
             if unit.source is not None and unit.source.format != "mimir":
                 continue  # plain files: only within one file, reported while decoding
             scope = unit.group.namespace if unit.source is not None else "plan"
