@@ -350,7 +350,7 @@ def _dashboard_units(plan: Plan, artifacts: tuple[Artifact, ...], output: str) -
     by_file = {svc.source.file: svc.name for svc in plan.services}
     for art in artifacts:
         if art.path.startswith("grafana/dashboards/"):
-            owners = set(art.services) or {by_file.get(f) for f in art.sources}
+            owners: set[str | None] = set(art.services) or {by_file.get(f) for f in art.sources}
             services[art.path] = owners.pop() if len(owners) == 1 else None
     for query in dashboard_queries(artifacts):
         if query.datasource != "prometheus":
