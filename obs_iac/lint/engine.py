@@ -54,8 +54,15 @@ class Unit:
     service: str | None = None
     blueprint_line: int | None = None
     generated: str | None = None
-    generated_lines: dict[int, int] = field(default_factory=dict)
+    generated_artifact: Artifact | None = None
     source: RuleFile | None = None
+
+    def generated_line(self, index: int) -> int | None:
+        """Line of rule ``index`` in the generated file; worked out only when a finding
+        needs it, since it means serialising the artifact."""
+        if self.generated_artifact is None:
+            return None
+        return _generated_lines(self.generated_artifact).get((self.group.name, index))
 
     @property
     def scope(self) -> str:
@@ -123,7 +130,7 @@ class Corpus:
     ) -> Diagnostic:
         if unit.blueprint_line is not None:
             location = Location(unit.file, unit.blueprint_line)
-            gen_line = unit.generated_lines.get(rule.index) if rule is not None else None
+            gen_line = unit.generated_line(rule.index) if rule is not None else None
             if unit.generated and gen_line is not None:
                 related = (Location(unit.generated, gen_line), *related)
             elif unit.generated:
@@ -207,8 +214,9 @@ def build_catalogue(
     planned = set()
     for spec in plan.metrics:
         planned.add(spec.name)
+        unit = _record_unit(spec.name, spec.unit) if spec.source == "recording" else spec.unit
         catalogue[spec.name] = MetricFacts(
-            spec.name, str(spec.type), spec.unit, frozenset(spec.labels), spec.source
+            spec.name, str(spec.type), unit, frozenset(spec.labels), spec.source
         )
     records = [(u, r) for u in units for r in u.group.rules if r.kind == "record" and r.name]
     record_names = {r.name for _u, r in records}
@@ -268,18 +276,29 @@ def build_catalogue(
 # -- units from the plan ------------------------------------------------------------------
 
 
-def _plan_units(plan: Plan, artifacts: tuple[Artifact, ...], output: str) -> list[Unit]:
+_LINES: dict[int, tuple[Artifact, dict[tuple[str, int], int]]] = {}
+
+
+def _generated_lines(art: Artifact) -> dict[tuple[str, int], int]:
+    """(group name, rule index) -> line, read back from the serialised artifact."""
+    cached = _LINES.get(id(art))
+    if cached is not None and cached[0] is art:
+        return cached[1]
     from obs_iac.lint.rulefile import parse_rule_text
-    from obs_iac.plan.model import AlertRule
     from obs_iac.render.serialize import serialize
 
-    lines: dict[tuple[str, str], dict[int, int]] = {}
-    for art in artifacts:
-        if not (art.path.startswith("prometheus/rules/") and art.format == "yaml"):
-            continue
-        parsed = parse_rule_text(serialize(art).decode("utf-8"), art.path)
-        for pgroup in parsed.groups:
-            lines[(art.path, pgroup.name)] = {r.index: r.line for r in pgroup.rules}
+    parsed = parse_rule_text(serialize(art).decode("utf-8"), art.path)
+    lines = {(g.name, r.index): r.line for g in parsed.groups for r in g.rules}
+    if len(_LINES) > 4096:
+        _LINES.clear()
+    _LINES[id(art)] = (art, lines)
+    return lines
+
+
+def _plan_units(plan: Plan, artifacts: tuple[Artifact, ...], output: str) -> list[Unit]:
+    from obs_iac.plan.model import AlertRule
+
+    rule_files = {a.path: a for a in artifacts if a.format == "yaml"}
     units = []
     for group in plan.rule_groups:
         rules = []
@@ -327,7 +346,7 @@ def _plan_units(plan: Plan, artifacts: tuple[Artifact, ...], output: str) -> lis
                 service=group.service,
                 blueprint_line=group.source.line or 1,
                 generated=f"{output}/{gen}",
-                generated_lines=lines.get((gen, group.name), {}),
+                generated_artifact=rule_files.get(gen),
             )
         )
     return units
