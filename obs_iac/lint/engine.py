@@ -404,8 +404,9 @@ _CACHE: list[tuple[tuple[Any, ...], Corpus]] = []
 
 
 def corpus_for(plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext) -> Corpus:
-    inputs = getattr(ctx, "inputs", None) or LintInputs()
-    key = (plan, artifacts, inputs, ctx.repo)
+    raw = getattr(ctx, "inputs", None)
+    inputs = raw if isinstance(raw, LintInputs) else LintInputs()
+    key = (plan, artifacts, raw, ctx.repo)
     for cached_key, corpus in _CACHE:
         if all(a is b for a, b in zip(cached_key, key, strict=True)):
             return corpus
