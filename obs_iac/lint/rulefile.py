@@ -112,6 +112,10 @@ def compose_documents(text: str) -> list[Node]:
             pending_key.pop()
         elif cls is yaml.AliasEvent:
             target = anchors.get(ev.anchor)
+            if target is not None and any(target is open_node for open_node in stack):
+                raise yaml.composer.ComposerError(
+                    None, None, f"found recursive alias {ev.anchor!r}", ev.start_mark
+                )
             if target is None:
                 raise yaml.composer.ComposerError(
                     None, None, f"found undefined alias {ev.anchor!r}", ev.start_mark
