@@ -25,4 +25,13 @@ service(
             "DCGM_FI_PROF_DRAM_ACTIVE",
         ),
     ),
+    # containerd writes CRI lines; the trainer logs with asctime first, and PyTorch >= 2.3
+    # prefixes uncaught tracebacks with "[rankN]: ", which keeps ranks apart.
+    logs={
+        "runtime": "cri",
+        "format": "python-asctime",
+        "rank_prefix": "pytorch-rank-prefix",
+        "extract": ("cuda-oom", "nccl-timeout", "xid", "python-exception"),
+        "drop": ({"expression": r"^\d{4}-\d{2}-\d{2}[ T][0-9:,.]+ DEBUG ", "reason": "debug"},),
+    },
 )

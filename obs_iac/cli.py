@@ -102,7 +102,8 @@ def render(check: bool, fmt: str) -> None:
 
     ws = open_workspace(_root())
     result = do_render(ws)
-    _report(result.findings, fmt, ws.root)
+    # Informational findings belong to `obs-iac lint`; render speaks up for problems only.
+    _report([f for f in result.findings if f.severity.label != "info"], fmt, ws.root)
     blocking = [f for f in result.findings if f.severity.label == "error"]
     out = ws.output
     if check:

@@ -49,6 +49,31 @@ def collectors_configmap_name(service: str) -> str:
     return f"dcgm-exporter-metrics-{service}"
 
 
+def alloy_file(service: str) -> str:
+    return f"alloy/{service}.alloy"
+
+
+def alloy_process_label(service: str) -> str:
+    """Alloy block labels are identifiers: letters, digits and underscores."""
+    return service.replace("-", "_")
+
+
+def promtail_file(service: str) -> str:
+    return f"promtail/{service}.yml"
+
+
+def promtail_job(service: str) -> str:
+    return f"obs-iac/{service}"
+
+
+def loki_rule_file(service: str) -> str:
+    return f"loki/rules/{service}.rules.yml"
+
+
+def loki_rule_group(service: str) -> str:
+    return f"obs-iac.{service}.logs"
+
+
 def prometheus_rule_name(service: str) -> str:
     return f"obs-iac-{service}"
 
@@ -101,3 +126,18 @@ class Records:
     NVLINK_THROUGHPUT = "gpu:dcgm_nvlink_throughput:bytes_per_second"
     SLA_GPU_UTILIZATION = "business_sla_id:dcgm_gpu_utilization:avg_ratio"
     SLA_GPU_WASTE = "business_sla_id:gpu_waste:ratio_avg5m"
+
+
+# Alertmanager: one file for the whole fleet (Alertmanager has one config), plus CRDs.
+ALERTMANAGER_INHIBIT_RULES = "alertmanager/inhibit_rules.yml"
+ALERTMANAGER_CONFIG = "alertmanager/alertmanager.yml"
+INHIBIT_MATRIX = "alertmanager/inhibit-matrix.md"
+ALERTMANAGER_GLOBAL_INHIBIT_CRD = "kubernetes/alertmanagerconfigs/global-inhibit-rules.yaml"
+
+
+def alertmanager_config_crd(service: str) -> str:
+    return f"kubernetes/alertmanagerconfigs/{service}.yaml"
+
+
+def alertmanager_config_name(service: str) -> str:
+    return f"obs-iac-{service}"

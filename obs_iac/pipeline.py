@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from obs_iac import conventions
 from obs_iac.config import RepoConfig, load_repo_config
 from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, Severity
@@ -21,6 +23,7 @@ from obs_iac.plan.model import Plan
 from obs_iac.plugins import (
     GeneratorContext,
     LintContext,
+    LoadedPlugin,
     PluginSet,
     discover,
     plugin_settings,
@@ -76,13 +79,42 @@ def build_plan(ws: Workspace, plugins: PluginSet) -> Plan:
     return compile_plan(loaded, plugins, ws.config)
 
 
+def read_inputs(ws: Workspace, gen: LoadedPlugin, settings: BaseModel) -> dict[str, str]:
+    """The repository files a generator names in its settings (e.g. a base config)."""
+    wanted = getattr(gen.obj, "inputs", None)
+    if wanted is None:
+        return {}
+    out: dict[str, str] = {}
+    for rel in sorted(wanted(settings)):
+        path = ws.root / rel
+        try:
+            out[rel] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(
+                [
+                    Diagnostic(
+                        "config/input-file",
+                        Severity.ERROR,
+                        f"generator {gen.name!r} needs {rel}, which cannot be read: "
+                        f"{type(exc).__name__}: {exc}",
+                        hint=f"fix the path in [tool.obs-iac.generators.{gen.name}] "
+                        "(relative to the repository root)",
+                        location=Location(ws.config_file or "pyproject.toml"),
+                        object_path=("config", "generators", gen.name),
+                    )
+                ]
+            ) from None
+    return out
+
+
 def generate(ws: Workspace, plan: Plan, plugins: PluginSet) -> tuple[Artifact, ...]:
     artifacts: list[Artifact] = []
     owners: dict[str, str] = {}
     problems: list[Diagnostic] = []
     for gen in plugins.generators:
         settings = plugin_settings(gen, ws.config.generators, "generators")
-        ctx = GeneratorContext(naming=ws.naming, repo=ws.config, settings=settings)
+        inputs = read_inputs(ws, gen, settings)
+        ctx = GeneratorContext(naming=ws.naming, repo=ws.config, settings=settings, inputs=inputs)
         try:
             produced = list(gen.obj.generate(plan, ctx))
         except (InputError, PluginError):

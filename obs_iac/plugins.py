@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         CollectorSet,
         DashboardRow,
         InhibitEdge,
+        LogPipeline,
         MetricSpec,
         Plan,
         RelabelSet,
@@ -71,7 +72,7 @@ class Contribution:
     collector_sets: list[CollectorSet] = field(default_factory=list)
     inhibit_edges: list[InhibitEdge] = field(default_factory=list)
     dashboard_rows: list[DashboardRow] = field(default_factory=list)
-    log_pipelines: list[Any] = field(default_factory=list)
+    log_pipelines: list[LogPipeline] = field(default_factory=list)
     extensions: dict[str, list[Any]] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -136,6 +137,10 @@ class GeneratorContext:
     naming: LabelNaming
     repo: RepoConfig
     settings: BaseModel
+    # Text of the repository files the generator asked for through an optional
+    # ``inputs(settings) -> Iterable[str]`` method (paths relative to the repo root). The
+    # pipeline reads them, so generators stay free of I/O.
+    inputs: Mapping[str, str] = field(default_factory=dict)
 
 
 class Generator:

@@ -4,15 +4,14 @@ traceback, and generated/ byte-for-byte unchanged."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 import yaml
-from pydantic import BaseModel, ConfigDict
 
-from obs_iac import pipeline, plugins
 from tests.conftest import CliResult, RunCli, blueprint_source, line_of, tree_digest
 from tests.tools import require_tool
 
@@ -208,33 +207,12 @@ def test_section_no_pack_claims_suggests_core_field(run_cli: RunCli, rendered: P
     assert "did you mean 'objective'?" in result.stderr
 
 
-class _LogsSection(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    level: str = "info"
-
-
-class _LogsPack(plugins.Pack):
-    name: ClassVar[str] = "test-logs"
-    sections: ClassVar[dict[str, type[BaseModel]]] = {"logs": _LogsSection}
-
-    def expand(self, service: Any, ctx: plugins.PackContext) -> plugins.Contribution:
-        return plugins.Contribution()
-
-
-def test_section_no_pack_claims_suggests_installed_section(
-    run_cli: RunCli, rendered: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real = plugins.discover
-    monkeypatch.setattr(
-        pipeline,
-        "discover",
-        lambda repo=None: real(repo, extra={plugins.PACKS: [("test-logs", _LogsPack())]}),
-    )
+def test_section_no_pack_claims_suggests_installed_section(run_cli: RunCli, rendered: Path) -> None:
     source = blueprint_source(log='{"level": "debug"}')
     result = render_bad(run_cli, rendered, source)
     assert "log: no installed pack claims a section of this name" in result.stderr
     assert "did you mean 'logs'?" in result.stderr
-    assert "installed sections: logs" in result.stderr
+    assert re.search(r"installed sections: [a-z, ]*\blogs\b", result.stderr)
 
 
 def test_blueprint_that_raises(run_cli: RunCli, rendered: Path) -> None:
@@ -354,7 +332,9 @@ def test_free_text_with_quotes_backslashes_newlines_round_trips(
     fired = [a for t in tests["tests"] for c in t["alert_rule_test"] for a in c["exp_alerts"]]
     assert fired
     assert all(a["exp_annotations"]["sla_objective"] == OBJECTIVE for a in fired)
-    assert all(a["exp_labels"]["modelName"] == 'A100-"odd"\\model' for a in fired)
+    per_gpu = [a for a in fired if "resource_gpu_id" in a["exp_labels"]]
+    assert per_gpu
+    assert all(a["exp_labels"]["modelName"] == 'A100-"odd"\\model' for a in per_gpu)
     check = subprocess.run(
         [promtool, "check", "rules", str(out / "rules/svc-a.rules.yml")],
         capture_output=True,

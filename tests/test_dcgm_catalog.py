@@ -138,6 +138,7 @@ def test_derived_fields_cover_every_rule_and_the_extras(case: str, tmp_path: Pat
             if row.service == svc.name
             for panel in row.panels
             for query in panel.queries
+            if query.datasource == "prometheus"
             for metric in referenced_metrics(query.expr)
         }
         assert collected <= used | dashboards | set(svc.gpu["extra_fields"])

@@ -162,6 +162,7 @@ def service_schema(sections: dict[str, type[BaseModel]]) -> dict[str, Any]:
         sub = model.model_json_schema(ref_template="#/$defs/{model}")
         defs.update(sub.pop("$defs", {}))
         defs[model.__name__] = sub
-        schema["properties"][name] = {"$ref": f"#/$defs/{model.__name__}"}
+        doc = (model.__doc__ or f"The {name} section.").strip().splitlines()[0]
+        schema["properties"][name] = {"$ref": f"#/$defs/{model.__name__}", "description": doc}
     schema["title"] = f"obs-iac service blueprint v{SCHEMA_VERSION}"
     return schema

@@ -197,12 +197,18 @@ class DashboardGrid(_DashboardRule):
                 placed.append((title, grid))
 
 
+# Free text copied from blueprints (the SLA objective) lands in these keys; Grafana shows
+# them as written, so a `$` in them is prose, not a variable reference.
+_PROSE_KEYS = frozenset({"description", "tooltip"})
+
+
 def _texts(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for item in value.values():
-            yield from _texts(item)
+        for key, item in value.items():
+            if key not in _PROSE_KEYS:
+                yield from _texts(item)
     elif isinstance(value, list):
         for item in value:
             yield from _texts(item)

@@ -69,6 +69,7 @@ def validation_diagnostics(
     line: int,
     prefix: tuple[str | int, ...] = (),
     object_path: tuple[str, ...] = (),
+    prefix_in_call: bool = False,
 ) -> list[Diagnostic]:
     """One diagnostic per pydantic error, each pointing at the line that wrote the field."""
     call = find_call(tree, line) if tree is not None else None
@@ -77,7 +78,7 @@ def validation_diagnostics(
         loc = tuple(err["loc"])
         field_line, column = (line, 0)
         if call is not None:
-            field_line, column = locate(call, (*prefix, *loc))
+            field_line, column = locate(call, (*prefix, *loc) if prefix_in_call else loc)
             field_line = field_line or line
         path = ".".join(str(p) for p in (*prefix, *loc)) or "(service)"
         diags.append(

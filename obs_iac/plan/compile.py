@@ -14,9 +14,10 @@ from obs_iac.blueprint.models import CORE_FIELDS, Service
 from obs_iac.blueprint.registry import Registration
 from obs_iac.config import RepoConfig
 from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, Severity
-from obs_iac.labels import LabelNaming
+from obs_iac.labels import LabelNaming, template_literal
 from obs_iac.load.loader import LoadedBlueprints, validation_diagnostics
 from obs_iac.plan.model import (
+    AlertRule,
     MetricSpec,
     Plan,
     ServicePlan,
@@ -161,7 +162,13 @@ def _validate_one(
         except ValidationError as exc:
             problems.extend(
                 validation_diagnostics(
-                    exc, reg.file, tree, reg.line, prefix=(key,), object_path=(name,)
+                    exc,
+                    reg.file,
+                    tree,
+                    reg.line,
+                    prefix=(key,),
+                    prefix_in_call=True,
+                    object_path=(name,),
                 )
             )
             ok = False
@@ -235,11 +242,29 @@ def expand_service(
         total.extend(part)
     if any(d.severity is Severity.ERROR for d in total.diagnostics):
         return total  # finalize hooks may rely on what expand validated
+    _annotate_objective(total, svc)
     for pack in plugins.packs:
         finalize = getattr(pack.obj, "finalize", None)
         if finalize is not None:
             total.extend(finalize(svc, total, contexts[pack.name]))
     return total
+
+
+def _annotate_objective(total: Contribution, svc: ServiceBlueprint) -> None:
+    """Every alert of a service says which SLA is at stake, whichever pack made it."""
+    objective = template_literal(svc.service.objective)
+    for index, group in enumerate(total.rule_groups):
+        if group.service != svc.name:
+            continue
+        rules = tuple(
+            rule.model_copy(
+                update={"annotations": {**rule.annotations, "sla_objective": objective}}
+            )
+            if isinstance(rule, AlertRule) and "sla_objective" not in rule.annotations
+            else rule
+            for rule in group.rules
+        )
+        total.rule_groups[index] = group.model_copy(update={"rules": rules})
 
 
 def assemble(
@@ -281,7 +306,7 @@ def assemble(
         collector_sets=tuple(sorted(merged.collector_sets, key=lambda c: c.service)),
         inhibit_edges=tuple(sorted(merged.inhibit_edges, key=lambda e: (e.service or "", e.name))),
         dashboard_rows=tuple(merged.dashboard_rows),
-        log_pipelines=tuple(merged.log_pipelines),
+        log_pipelines=tuple(sorted(merged.log_pipelines, key=lambda p: p.service)),
         extensions={k: tuple(v) for k, v in sorted(merged.extensions.items())},
     )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from functools import cached_property
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -170,6 +170,121 @@ class DashboardRow(IR):
     panels: tuple[Panel, ...]
 
 
+LogStageRole = Literal[
+    "runtime",
+    "rank-separation",
+    "multiline",
+    "extract",
+    "labels",
+    "structured-metadata",
+    "drop",
+    "limit",
+]
+
+
+class LogStageBase(IR):
+    role: LogStageRole
+    why: str = Field(default="", description="One sentence on why the stage is there.")
+
+
+class RuntimeStage(LogStageBase):
+    """Unwraps the container runtime's line format (sets the `stream` label)."""
+
+    kind: Literal["runtime"] = "runtime"
+    format: Literal["cri", "docker"]
+
+
+class RegexStage(LogStageBase):
+    """RE2 search (unanchored); every capture group is named and lands in extracted data."""
+
+    kind: Literal["regex"] = "regex"
+    expression: str
+    source: str | None = Field(default=None, description="Extracted key; None = the line.")
+
+
+class JsonStage(LogStageBase):
+    kind: Literal["json"] = "json"
+    expressions: dict[str, str] = Field(description="Extracted key -> JMESPath expression.")
+    source: str | None = None
+
+
+class MultilineStage(LogStageBase):
+    """Joins lines into records per stream; `firstline` must match the start of every record."""
+
+    kind: Literal["multiline"] = "multiline"
+    firstline: str
+    max_lines: int = 128
+    max_wait_time: str = "3s"
+
+
+class LabelsStage(LogStageBase):
+    kind: Literal["labels"] = "labels"
+    values: dict[str, str] = Field(description="Stream label -> extracted key.")
+
+
+class StaticLabelsStage(LogStageBase):
+    kind: Literal["static_labels"] = "static_labels"
+    values: dict[str, str]
+
+
+class LabelDropStage(LogStageBase):
+    kind: Literal["label_drop"] = "label_drop"
+    names: tuple[str, ...]
+
+
+class StructuredMetadataStage(LogStageBase):
+    kind: Literal["structured_metadata"] = "structured_metadata"
+    values: dict[str, str] = Field(description="Metadata key -> extracted key.")
+
+
+class DropStage(LogStageBase):
+    kind: Literal["drop"] = "drop"
+    expression: str
+    source: str | None = None
+    reason: str = Field(description="drop_counter_reason: the label on the dropped-lines counter.")
+
+
+class LimitStage(LogStageBase):
+    kind: Literal["limit"] = "limit"
+    rate: float
+    burst: int
+    drop: bool = True
+
+
+LogStage = Annotated[
+    RuntimeStage
+    | RegexStage
+    | JsonStage
+    | MultilineStage
+    | LabelsStage
+    | StaticLabelsStage
+    | LabelDropStage
+    | StructuredMetadataStage
+    | DropStage
+    | LimitStage,
+    Field(discriminator="kind"),
+]
+
+
+class LogPipeline(IR):
+    """One service's log processing, agent-neutral: an ordered list of abstract stages.
+
+    Generators translate it into Alloy ``loki.process`` and promtail ``pipeline_stages``;
+    the ``logs_sim`` module runs it over sample logs with RE2."""
+
+    service: str
+    sla_id: str
+    pack: str
+    stages: tuple[LogStage, ...]
+    incoming_labels: tuple[str, ...] = Field(
+        default=(), description="Labels the agent sets before the pipeline (e.g. pod)."
+    )
+    stream_labels: tuple[str, ...] = Field(description="Labels each record leaves with, sorted.")
+    structured_metadata: tuple[str, ...] = Field(description="Structured metadata keys, sorted.")
+    alerts: tuple[AlertRule, ...] = Field(default=(), description="LogQL alerting rules.")
+    source: SourceRef
+
+
 class ServicePlan(IR):
     name: str
     team: str
@@ -193,7 +308,7 @@ class Plan(IR):
     collector_sets: tuple[CollectorSet, ...]
     inhibit_edges: tuple[InhibitEdge, ...] = ()
     dashboard_rows: tuple[DashboardRow, ...] = ()
-    log_pipelines: tuple[Any, ...] = ()
+    log_pipelines: tuple[LogPipeline, ...] = ()
     extensions: dict[str, tuple[Any, ...]] = Field(
         default_factory=dict,
         description="IR kinds contributed by third-party packs, keyed by '<pack>/<kind>'.",

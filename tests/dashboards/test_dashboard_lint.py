@@ -6,7 +6,6 @@ import copy
 from typing import Any
 
 import pytest
-from conftest import REPO
 
 from obs_iac.diagnostics import Diagnostic
 from obs_iac.labels import LabelNaming
@@ -20,6 +19,7 @@ from obs_iac.lint.dashboard import (
 from obs_iac.pipeline import Render
 from obs_iac.plugins import LintContext, LintRule, NoConfig, discover
 from obs_iac.render.artifact import Artifact
+from tests.dashboards.conftest import REPO
 
 RULES: list[type[LintRule]] = [DashboardUid, DashboardPanelIds, DashboardGrid, DashboardVariables]
 
@@ -106,7 +106,9 @@ def test_builtin_variables_resolve(rendered: Render, board: dict[str, Any]) -> N
 
 def test_query_hook_lists_every_query(rendered: Render) -> None:
     queries = list(dashboard_queries(rendered.artifacts))
-    assert {q.datasource for q in queries} == {"prometheus"}
+    kinds = {r.layer: r for r in rendered.plan.dashboard_rows}
+    expected = {"prometheus"} | ({"loki"} if "logs" in kinds else set())
+    assert {q.datasource for q in queries} == expected
     assert any(q.uid == "obs-iac-recomm-v2" and "gpu_waste" in q.expr for q in queries)
 
 

@@ -78,12 +78,11 @@ def test_unknown_override_field_is_rejected(tmp_path: Path) -> None:
 
 
 def test_pack_reports_duplicate_keys_across_packs(tmp_path: Path) -> None:
-    from helpers import panel, row
-
     from obs_iac.load import load_blueprints
     from obs_iac.packs.dashboards import DashboardsPack
     from obs_iac.plan.compile import validate_services
     from obs_iac.plugins import Contribution, discover
+    from tests.dashboards.helpers import panel, row
 
     root = repo(tmp_path, "{}")
     (svc,) = validate_services(load_blueprints(root, "blueprints"), discover())

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO
 
 from obs_iac.cli import main
 from obs_iac.generators.grafana.preview import (
@@ -23,6 +22,7 @@ from obs_iac.generators.grafana.preview import (
     size,
     svg_to_png,
 )
+from tests.dashboards.conftest import REPO
 
 
 def require_chromium() -> str:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-from typed_models import decode, lost_keys
 
 from obs_iac.generators.grafana.generator import GrafanaDashboardsConfig, service_dashboard
 from obs_iac.labels import LabelNaming
 from obs_iac.pipeline import Render
+from tests.dashboards.typed_models import decode, lost_keys
 
 
 def test_every_generated_dashboard_round_trips(boards: dict[str, dict]) -> None:
@@ -51,7 +51,7 @@ def test_structurally_wrong_json_does_not_decode(boards: dict[str, dict]) -> Non
     "kind", ["timeseries", "stat", "table", "logs", "bargauge", "gauge", "heatmap"]
 )
 def test_every_panel_kind_round_trips(kind: str, rendered: Render) -> None:
-    from helpers import panel, row
+    from tests.dashboards.helpers import panel, row
 
     plan = rendered.plan
     svc = plan.service("recomm-v2")

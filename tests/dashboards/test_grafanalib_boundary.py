@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from conftest import REPO
+from tests.dashboards.conftest import REPO
 
 
 def test_only_the_generator_imports_grafanalib() -> None:

@@ -20,4 +20,24 @@ service(
         temperature_limit_celsius=87,
         extra_fields=("DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
     ),
+    inhibitions={
+        "add": [
+            {
+                "name": "nvlink-drop-mutes-util-low",
+                "reason": "A collective stalled on a degraded NVLink idles the GPUs waiting "
+                "on it; the utilisation warning is a symptom of the link.",
+                "source_alerts": ["GpuNvlinkThroughputDrop"],
+                "target_alerts": ["GpuUtilizationLow"],
+                "equal": ["business_sla_id", "host_name", "resource_gpu_id"],
+            }
+        ],
+    },
+    # torchrun --tee 3 prefixes every line with "[default<local_rank>]:"; the eight local
+    # ranks of a node share one container stream.
+    logs={
+        "runtime": "cri",
+        "format": "python-asctime",
+        "rank_prefix": "torchrun-tee",
+        "rate_limit": {"rate": 500, "burst": 2000},
+    },
 )
