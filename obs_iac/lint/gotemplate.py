@@ -89,12 +89,18 @@ _LABEL_DOT = re.compile(r"\$labels\.([A-Za-z_][A-Za-z0-9_]*)")
 _LABEL_INDEX = re.compile(r"""index\s+\$labels\s+(?:"((?:[^"\\]|\\.)*)"|`([^`]*)`)""")
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|`[^`]*`')
+
+
 def label_references(text: str) -> list[str]:
-    """Labels a template reads from ``$labels`` (``$labels.x``, ``index $labels "x"``)."""
-    out = [m.group(1) for m in _LABEL_DOT.finditer(text)]
-    out += [
-        m.group(1) if m.group(1) is not None else m.group(2) for m in _LABEL_INDEX.finditer(text)
-    ]
+    """Labels a template reads from ``$labels`` (``$labels.x``, ``index $labels "x"``),
+    inside actions only: literal text (or an escaped ``{{ "{{" }}``) reads nothing."""
+    if "{{" not in text:
+        return []
+    out: list[str] = []
+    for body in _actions(text)[0]:
+        out += [m.group(1) for m in _LABEL_DOT.finditer(_STRING.sub('""', body))]
+        out += [a if a is not None else b for a, b in _LABEL_INDEX.findall(body)]
     return out
 
 
