@@ -90,6 +90,9 @@ class Corpus:
         key = shape(expr)
         if key not in self._syntax:
             self._syntax[key] = syntax_error(key, self.min_version)
+        if self._syntax[key] is not None and key != expr:
+            # Never let folding invent (or word) an error: the real text decides.
+            return syntax_error(expr, self.min_version)
         return self._syntax[key]
 
     def analysis(self, expr: str) -> Analysis | None:
@@ -99,11 +102,13 @@ class Corpus:
         except KeyError:
             pass
         key = shape(expr)
+        if key != expr and self.syntax(expr) is None and syntax_error(key, self.min_version):
+            key = expr  # folding broke a valid expression: analyse the real text
         if key in self._analyses:
             self._by_expr[expr] = self._analyses[key]
             return self._analyses[key]
         result: Analysis | None = None
-        if key.strip() and self.syntax(expr) is None:
+        if key.strip() and syntax_error(key, self.min_version) is None:
             try:
                 result = analyze(key, self.catalogue)
             except PromQLSyntaxError:
@@ -158,7 +163,7 @@ class Corpus:
 # Equality matcher values never change what the analysis finds (only "" vs non-empty
 # does), so expressions that differ only there share one parse and one analysis. Only
 # strings without escapes are folded, so folding can never hide a syntax error.
-_EQ_VALUE = re.compile(r'((?:^|[^=!~<>])(?:=|!=))\s*"[^"\\\n]+"')
+_EQ_VALUE = re.compile(r'([{,]\s*[a-zA-Z_][a-zA-Z0-9_]*\s*!?=)\s*"[^"\\\n]+"')
 
 
 def shape(expr: str) -> str:

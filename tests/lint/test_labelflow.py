@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from obs_iac.promql.labelflow import MetricFacts, analyze
@@ -91,3 +93,17 @@ def test_join_mismatch() -> None:
         (frozenset({"gpu", "sla"}), frozenset())
     ]
     assert analyze("gpu_util or vector(0)", CATALOGUE).joins == []
+
+
+def test_folding_matcher_values_never_changes_the_verdict(tmp_path: Path) -> None:
+    from obs_iac.lint.run import run_lint
+
+    rules = tmp_path / "r.yml"
+    rules.write_text(
+        "groups:\n- name: g\n  rules:\n"
+        '  - record: job:up:joined\n    expr: label_join(up{job="a"}, "dst", "=", "job")\n'
+        '  - record: job:up:other\n    expr: label_join(up{job="b"}, "dst", "=", "job")\n',
+        encoding="utf-8",
+    )
+    result = run_lint(tmp_path, (rules,))
+    assert [d.code for d in result.diagnostics] == []
