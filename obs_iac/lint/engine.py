@@ -491,7 +491,11 @@ def describe_ref(ref: LabelRef) -> str:
         "group_right": "copies (group_right)",
         "label_replace": "reads in label_replace",
         "label_join": "reads in label_join",
-        "template": "reads in a template ($labels)",
     }.get(ref.context, ref.context)
+    if ref.context == "template":
+        return (
+            f"an annotation reads $labels.{ref.label}, but the series the alert fires for "
+            f"have no label {ref.label!r}"
+        )
     subject = f" on {ref.metric}" if ref.metric else ""
     return f"the query {where} label {ref.label!r}, which does not exist{subject} at that point"
