@@ -256,6 +256,10 @@ def lint(paths: tuple[Path, ...], fail_on: str, fmt: str, today: str | None) -> 
     except ValueError:
         raise click.BadParameter("expected YYYY-MM-DD", param_hint="--today") from None
     result = run_lint(_root(), paths, day)
+    if fmt == "json" and not result.diagnostics:
+        from obs_iac.diagnostics import format_json
+
+        click.echo(format_json([]))  # consumers always get a document
     _report(result.diagnostics, fmt, _root())
     threshold = Severity.WARNING if fail_on == "warning" else Severity.ERROR
     if fmt == "text":

@@ -155,6 +155,13 @@ def test_fail_on_threshold(run_cli: RunCli, tmp_path: Path) -> None:
     assert run_cli(["lint", "--fail-on", "warning", str(path)], tmp_path).exit_code == 1
 
 
+def test_json_when_clean(run_cli: RunCli, tmp_path: Path) -> None:
+    path = write(tmp_path, "ok.yml", WARNING_ONLY.replace("job_up_sum", "job:up:sum"))
+    result = run_cli(["lint", "--format", "json", str(path)], tmp_path)
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"diagnostics": [], "version": 1}
+
+
 def test_github_format(run_cli: RunCli, tmp_path: Path) -> None:
     path = write(tmp_path, "seed.yml", SEED)
     result = run_cli(["lint", "--format", "github", str(path)], tmp_path)
