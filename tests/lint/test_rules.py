@@ -89,3 +89,22 @@ def test_docs_index_lists_every_rule() -> None:
     index = (REPO / "docs" / "lint.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"\(lint/([a-z0-9-]+/[a-z0-9-]+)\.md\)", index))
     assert set(engine_rules()) <= listed
+
+
+def test_catalogue_counters_need_total_unless_exporter_native(tmp_path: Path) -> None:
+    from obs_iac.lint.checks.naming import CounterTotal
+    from obs_iac.lint.engine import LintInputs
+    from obs_iac.pipeline import build_plan, open_workspace
+    from obs_iac.plan.model import MetricSpec, MetricType
+    from obs_iac.plugins import LintContext, NoConfig, discover
+
+    ws = open_workspace(REPO)
+    plan = build_plan(ws, discover(ws.config))
+    extra = [
+        MetricSpec(name=n, type=MetricType.COUNTER, unit="", labels=(), source=src)
+        for n, src in (("train_steps", "pytorch"), ("DCGM_FI_DEV_X", "dcgm"), ("ok_total", "x"))
+    ]
+    plan = plan.model_copy(update={"metrics": (*plan.metrics, *extra)})
+    ctx = LintContext(ws.naming, ws.config, NoConfig(), LintInputs(include_plan=False))
+    found = [d.object_path for d in CounterTotal().check(plan, (), ctx)]
+    assert found == [("metrics", "train_steps")]

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import ClassVar
 
-from obs_iac.diagnostics import Diagnostic, Location, Severity
+from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
 
@@ -39,7 +39,6 @@ class CounterTotal(CorpusRule):
                 f"counter {spec.name} (from {spec.source}) does not end in _total",
                 hint="name counters <name>_total; if an exporter owns the name, document the "
                 "exception",
-                location=Location("plan: metrics"),
                 object_path=("metrics", spec.name),
                 origin=self.code,
             )
