@@ -1,7 +1,7 @@
 """The lint engine: one corpus of rules (from the plan or from files), one catalogue,
 one analysis per expression; every lint rule plugin reads the same corpus.
 
-The corpus is built once per (plan, artifacts, inputs) and cached, so fifteen rules
+The corpus is built once per (plan, artifacts, inputs) and cached, so every rule
 cost one parse and one label-flow walk per distinct expression.
 """
 
