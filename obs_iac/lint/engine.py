@@ -2,7 +2,7 @@
 one analysis per expression; every lint rule plugin reads the same corpus.
 
 The corpus is built once per (plan, artifacts, inputs) and cached, so every rule
-cost one parse and one label-flow walk per distinct expression.
+costs one parse and one label-flow walk per distinct expression.
 """
 
 from __future__ import annotations
