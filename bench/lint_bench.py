@@ -24,6 +24,19 @@ sys.path.insert(0, str(HERE))
 
 from fleet import make_fleet  # noqa: E402
 
+WRITE = """
+import sys
+from pathlib import Path
+from obs_iac.pipeline import build_plan, generate, open_workspace
+from obs_iac.plugins import discover
+from obs_iac.render.serialize import serialize
+from obs_iac.render.writer import write
+ws = open_workspace(Path(sys.argv[1]))
+plugins = discover(ws.config)
+plan = build_plan(ws, plugins)
+write(ws.output, {a.path: serialize(a) for a in generate(ws, plan, plugins)})
+"""
+
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
     start = time.perf_counter()
@@ -45,7 +58,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="obs-iac-lint-bench-") as tmp:
         root = Path(tmp)
         make_fleet(root, args.n)
-        subprocess.run([obs_iac, "render"], cwd=root, check=True, capture_output=True)
+        # Compile and write the fleet without the verify stage: only the files matter
+        # here, and the fleet-wide checks of other packs are not what this measures.
+        subprocess.run([sys.executable, "-c", WRITE, str(root)], check=True)
         rules_dir = root / "generated" / "prometheus" / "rules"
         files = sorted(str(p.relative_to(root)) for p in rules_dir.glob("*.yml"))
         # The same files outside the repository: lint reads only them (DCGM catalogue

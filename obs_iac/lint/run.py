@@ -81,7 +81,7 @@ def _input_diagnostics(rf: RuleFile) -> list[Diagnostic]:
 
 def run_lint(root: Path, paths: tuple[Path, ...], today: dt.date | None = None) -> LintResult:
     from obs_iac.pipeline import build_plan, generate, open_workspace, verify
-    from obs_iac.plan.model import Plan
+    from obs_iac.plan.model import CollectorSet, MetricSpec, Plan
     from obs_iac.plugins import discover
 
     ws = open_workspace(root)
@@ -95,19 +95,23 @@ def run_lint(root: Path, paths: tuple[Path, ...], today: dt.date | None = None) 
     parsed = [read_rule_file(f, _display(f), ws.config.prometheus_min_version) for f in files]
     for rf in parsed:
         problems.extend(_input_diagnostics(rf))
+    metrics: tuple[MetricSpec, ...] = ()
+    collectors: tuple[CollectorSet, ...] = ()
     if (ws.root / ws.config.blueprints).is_dir():
         # Inside a repository: its plan gives the catalogue and the collector sets.
-        plan = build_plan(ws, plugins)
-    else:
-        plan = Plan(
-            naming=ws.config.naming,
-            evaluation_interval=ws.config.evaluation_interval,
-            services=(),
-            metrics=(),
-            rule_groups=(),
-            relabel_sets=(),
-            collector_sets=(),
-        )
+        full = build_plan(ws, plugins)
+        metrics, collectors = full.metrics, full.collector_sets
+    # Only what describes the files' world: checks over the plan's own objects (its
+    # rules, inhibit edges, dashboards) belong to `obs-iac lint` without paths.
+    plan = Plan(
+        naming=ws.config.naming,
+        evaluation_interval=ws.config.evaluation_interval,
+        services=(),
+        metrics=metrics,
+        rule_groups=(),
+        relabel_sets=(),
+        collector_sets=collectors,
+    )
     inputs = LintInputs(files=tuple(parsed), include_plan=False, today=today)
     findings = verify(ws, plan, (), plugins, inputs)
     everything = tuple(sorted([*problems, *findings], key=Diagnostic.sort_key))

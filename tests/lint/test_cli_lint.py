@@ -280,3 +280,10 @@ def test_suppression_silences_until_it_expires(run_cli: RunCli, tmp_path: Path) 
     expired = _findings(run_cli, repo, "2027-01-01", "lint/expired-suppression")
     assert [d["severity"] for d in expired] == ["warning"]
     assert expired[0]["location"]["file"] == "blueprints/svc.py"
+
+
+def test_paths_lint_only_those_files(run_cli: RunCli, tmp_path: Path) -> None:
+    repo = _repo_with(tmp_path, None)  # its own rules have a finding in plan mode
+    path = write(tmp_path, "ok.yml", WARNING_ONLY.replace("job_up_sum", "job:up:sum"))
+    result = run_cli(["lint", "--fail-on", "warning", str(path)], repo)
+    assert result.exit_code == 0, result.output
