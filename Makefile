@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: render check-render test check lint typecheck fmt bench bench-lint golden clean venv preview
+.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint golden clean venv preview
 
 venv: $(STAMP)
 
@@ -23,6 +23,10 @@ preview: $(STAMP)
 
 check-render: $(STAMP)
 	$(BIN)/obs-iac render --check
+
+# What the working tree changes in production, against BASE (default: the committed generated/).
+diff: $(STAMP)
+	$(BIN)/obs-iac diff $(if $(BASE),--base $(BASE))
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -12,12 +12,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from obs_iac.blueprint import GpuFleet, Service, Suppression, service
+    from obs_iac.blueprint import Acknowledgement, GpuFleet, Service, Suppression, service
     from obs_iac.diagnostics import Diagnostic, Severity
 
-__all__ = ["Diagnostic", "GpuFleet", "Service", "Severity", "Suppression", "service"]
+__all__ = [
+    "Acknowledgement",
+    "Diagnostic",
+    "GpuFleet",
+    "Service",
+    "Severity",
+    "Suppression",
+    "service",
+]
 
 _LAZY = {
+    "Acknowledgement": "obs_iac.blueprint",
     "GpuFleet": "obs_iac.blueprint",
     "Service": "obs_iac.blueprint",
     "Suppression": "obs_iac.blueprint",

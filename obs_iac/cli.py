@@ -225,49 +225,62 @@ def fields(pattern: str, exporter: str | None) -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
-    "--fail-on",
-    type=click.Choice(["warning", "error"]),
-    default="error",
-    show_default=True,
-    help="Lowest severity that makes the exit code 1.",
+    "--base",
+    default=None,
+    metavar="REF",
+    help="Compare with the render of this git ref (rendered with this obs-iac) instead of "
+    "the committed output folder.",
 )
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json", "github"]),
+    type=click.Choice(["text", "markdown", "json"]),
     default="text",
     show_default=True,
 )
-@click.option("--today", default=None, hidden=True, help="Date for suppression expiry (tests).")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when anything changed.")
 @guarded
-def lint(paths: tuple[Path, ...], fail_on: str, fmt: str, today: str | None) -> None:
-    """Lint the plan and everything generated, or the given rule files (Prometheus rule
-    files, PrometheusRule CRDs, Mimir/Cortex namespace files). Exit 1 on findings at or
-    above --fail-on, 2 on unreadable input."""
-    import datetime as dt
+def diff(base: str | None, fmt: str, exit_code: bool) -> None:
+    """Show what a change means for production: rendered output compared by meaning.
 
-    from obs_iac.diagnostics import Severity
-    from obs_iac.lint.run import run_lint
+    Exits 1 on an unacknowledged error flag (e.g. a dropped canonical label), or with
+    --exit-code on any change; 2 on bad input (unknown ref, base that does not render).
+    """
+    from obs_iac.diff.engine import run_diff
+    from obs_iac.diff.report import to_json, to_markdown, to_text
 
-    try:
-        day = dt.date.fromisoformat(today) if today else None
-    except ValueError:
-        raise click.BadParameter("expected YYYY-MM-DD", param_hint="--today") from None
-    result = run_lint(_root(), paths, day)
-    if fmt == "json" and not result.diagnostics:
-        from obs_iac.diagnostics import format_json
+    result = run_diff(_root(), base)
+    if fmt == "json":
+        click.echo(to_json(result))
+    elif fmt == "markdown":
+        click.echo(to_markdown(result), nl=False)
+    else:
+        click.echo(to_text(result, color=_color(sys.stdout)))
+    if result.errors or (exit_code and result.changed):
+        sys.exit(EXIT_FINDINGS)
 
-        click.echo(format_json([]))  # consumers always get a document
-    _report(result.diagnostics, fmt, _root())
-    threshold = Severity.WARNING if fail_on == "warning" else Severity.ERROR
-    if fmt == "text":
-        errors = sum(1 for d in result.diagnostics if d.severity is Severity.ERROR)
-        warnings = sum(1 for d in result.diagnostics if d.severity is Severity.WARNING)
-        what = f"{result.files} files" if paths else f"{result.files} rule groups"
-        click.echo(f"lint: {errors} errors, {warnings} warnings in {what}", err=True)
-    sys.exit(int(result.exit_code(threshold)))
+
+@main.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Scaffold into a directory that is not empty.")
+@click.option(
+    "--ci",
+    type=click.Choice(["github", "gitlab", "none"]),
+    default="github",
+    show_default=True,
+    help="Which CI recipe to add.",
+)
+@guarded
+def init(directory: Path, force: bool, ci: str) -> None:
+    """Scaffold a new GitOps repository in DIRECTORY (blueprints, config, Makefile, CI)."""
+    from obs_iac.scaffold.gitops import scaffold_repo
+
+    written = scaffold_repo(directory, force=force, ci=ci)
+    click.echo(f"created {len(written)} files in {directory}:", err=True)
+    for rel in written:
+        click.echo(f"  {rel}", err=True)
+    click.echo("next: cd there, `make render`, commit blueprints/ and generated/", err=True)
 
 
 @main.command()
@@ -320,6 +333,124 @@ def preview(out: Path, png: bool) -> None:
             svg_to_png(svg, out / f"{uid}.png", width, height)
         count += 1
     click.echo(f"wrote {count} dashboard previews to {out}/", err=True)
+
+
+@main.group(name="import")
+def import_() -> None:
+    """Turn an SLO spec from another tool into a blueprint file."""
+
+
+def _import_spec(kind: str, file: Path, output: Path | None, force: bool, team: str) -> None:
+    from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
+    from obs_iac.packs.slo.importers import (
+        check_names,
+        load_openslo,
+        load_sloth,
+        render_blueprint,
+    )
+
+    loaded = load_sloth(file) if kind == "sloth" else load_openslo(file)
+    check_names(loaded, file.as_posix())
+    text = render_blueprint(loaded, team)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    if output.exists() and not force:
+        raise InputError(
+            [
+                Diagnostic(
+                    "import/exists",
+                    Severity.ERROR,
+                    f"{output} already exists; not overwritten",
+                    hint="pass --force to replace it, or choose another -o path",
+                    location=Location(output.as_posix()),
+                )
+            ]
+        )
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {output} ({len(loaded.slos)} SLOs); review its TODOs", err=True)
+
+
+_import_options = [
+    click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path)),
+    click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Write the blueprint here instead of stdout.",
+    ),
+    click.option("--force", is_flag=True, help="Overwrite an existing --output file."),
+    click.option("--team", default="todo", show_default=True, help="Owning team label."),
+]
+
+
+def _with_import_options(func: F) -> F:
+    for option in reversed(_import_options):
+        func = option(func)
+    return func
+
+
+@import_.command(name="sloth")
+@_with_import_options
+@guarded
+def import_sloth(file: Path, output: Path | None, force: bool, team: str) -> None:
+    """A Sloth prometheus/v1 spec (service, slos[]) -> blueprint (window: Sloth's 30d default)."""
+    _import_spec("sloth", file, output, force, team)
+
+
+@import_.command(name="openslo")
+@_with_import_options
+@guarded
+def import_openslo(file: Path, output: Path | None, force: bool, team: str) -> None:
+    """An OpenSLO v1 SLO (with its ratioMetric SLI and objectives) -> blueprint."""
+    _import_spec("openslo", file, output, force, team)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--fail-on",
+    type=click.Choice(["warning", "error"]),
+    default="error",
+    show_default=True,
+    help="Lowest severity that makes the exit code 1.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--today", default=None, hidden=True, help="Date for suppression expiry (tests).")
+@guarded
+def lint(paths: tuple[Path, ...], fail_on: str, fmt: str, today: str | None) -> None:
+    """Lint the plan and everything generated, or the given rule files (Prometheus rule
+    files, PrometheusRule CRDs, Mimir/Cortex namespace files). Exit 1 on findings at or
+    above --fail-on, 2 on unreadable input."""
+    import datetime as dt
+
+    from obs_iac.diagnostics import Severity
+    from obs_iac.lint.run import run_lint
+
+    try:
+        day = dt.date.fromisoformat(today) if today else None
+    except ValueError:
+        raise click.BadParameter("expected YYYY-MM-DD", param_hint="--today") from None
+    result = run_lint(_root(), paths, day)
+    if fmt == "json" and not result.diagnostics:
+        from obs_iac.diagnostics import format_json
+
+        click.echo(format_json([]))  # consumers always get a document
+    _report(result.diagnostics, fmt, _root())
+    threshold = Severity.WARNING if fail_on == "warning" else Severity.ERROR
+    if fmt == "text":
+        errors = sum(1 for d in result.diagnostics if d.severity is Severity.ERROR)
+        warnings = sum(1 for d in result.diagnostics if d.severity is Severity.WARNING)
+        what = f"{result.files} files" if paths else f"{result.files} rule groups"
+        click.echo(f"lint: {errors} errors, {warnings} warnings in {what}", err=True)
+    sys.exit(int(result.exit_code(threshold)))
 
 
 if __name__ == "__main__":  # pragma: no cover

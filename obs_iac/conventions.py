@@ -21,8 +21,10 @@ def rule_file(service: str) -> str:
     return f"prometheus/rules/{service}.rules.yml"
 
 
-def rule_test_file(service: str) -> str:
-    return f"prometheus/tests/{service}.test.yml"
+def rule_test_file(service: str, evaluation_interval: str | None = None) -> str:
+    if evaluation_interval is None:
+        return f"prometheus/tests/{service}.test.yml"
+    return f"prometheus/tests/{service}.eval-{evaluation_interval}.test.yml"
 
 
 def prometheus_rule_crd(service: str) -> str:
@@ -141,3 +143,86 @@ def alertmanager_config_crd(service: str) -> str:
 
 def alertmanager_config_name(service: str) -> str:
     return f"obs-iac-{service}"
+
+
+# Framework pack (PyTorch/NCCL spans via the spanmetrics connector).
+def otel_env_file(service: str) -> str:
+    return f"otel/{service}/otel.env"
+
+
+def otel_launcher_script(service: str) -> str:
+    return f"otel/{service}/with-otel-resource.sh"
+
+
+def otel_collector_config(service: str) -> str:
+    return f"otel/{service}/collector.yaml"
+
+
+def prometheus_otlp_fragment() -> str:
+    # One file: `otlp:` is a single global section of prometheus.yml.
+    return "prometheus/otlp/prometheus.otlp.yml"
+
+
+def prometheus_collector_scrape(service: str) -> str:
+    return f"prometheus/scrape/{service}.otel-collector.yml"
+
+
+def spanmetrics_connector_id(component_type: str, service: str) -> str:
+    return f"{component_type}/obs-iac-{service}"
+
+
+# "rank" level = one series per training process: business_sla_id, host_name,
+# resource_gpu_id, framework_pytorch_rank, nccl_group_id, nccl_rank.
+class FrameworkRecords:
+    STAGE_P50 = "rank_span:span_duration_seconds:p50_5m"
+    STAGE_P95 = "rank_span:span_duration_seconds:p95_5m"
+    STAGE_TIME = "rank_span:span_duration_seconds:rate5m"
+    STAGE_CALLS = "rank_span:span_calls:rate5m"
+    STAGE_SHARE = "rank_span:train_step_time_share:ratio_rate5m"
+    STEPS = "rank:train_steps:rate5m"
+    STEP_COMPUTE = "rank:train_step_compute_seconds:mean5m"
+    RANK_SKEW = "rank:train_step_compute_seconds:ratio_to_group_median5m"
+    RANK_GPU_UTILIZATION = "rank:dcgm_gpu_utilization:ratio"
+    GROUP_SKEW = "nccl_group_id:train_step_compute_skew:max_over_median5m"
+    GROUP_STEP_P95 = "nccl_group_id:train_step_duration_seconds:p95_5m"
+    GROUP_ALLREDUCE_P95 = "nccl_group_id:allreduce_duration_seconds:p95_5m"
+    GROUP_ALLREDUCE_ERRORS = "nccl_group_id:allreduce_errors:rate5m"
+    SLA_STEPS = "business_sla_id:train_steps:rate5m"
+    SLA_STEP_P95 = "business_sla_id:train_step_duration_seconds:p95_5m"
+
+
+# Business SLO pack: one series per (business_sla_id, slo), hence the level name.
+class SloRecords:
+    LEVEL = "business_sla_id_slo"
+
+    @staticmethod
+    def events(window: str) -> str:
+        """Total events per second over ``window`` (event SLIs)."""
+        return f"business_sla_id_slo:slo_events:rate{window}"
+
+    @staticmethod
+    def errors(window: str) -> str:
+        """Bad events per second over ``window`` (event SLIs)."""
+        return f"business_sla_id_slo:slo_errors:rate{window}"
+
+    @staticmethod
+    def error_ratio(window: str) -> str:
+        return f"business_sla_id_slo:slo_error:ratio_rate{window}"
+
+    @staticmethod
+    def burn_rate(window: str) -> str:
+        return f"business_sla_id_slo:slo_burn_rate:ratio_rate{window}"
+
+    @staticmethod
+    def budget_remaining(window: str) -> str:
+        return f"business_sla_id_slo:slo_error_budget_remaining:ratio{window}"
+
+    # 1 while the SLI is out of bounds at this evaluation (time-slice SLIs).
+    BAD_SLICE = "business_sla_id_slo:slo_bad_slice:bool"
+    OBJECTIVE = "business_sla_id_slo:slo_objective:ratio"
+
+
+def slo_alert_name(slo: str, tier: str, long_window: str) -> str:
+    """E.g. ('model-freshness', 'page', '1h') -> SloModelFreshnessBudgetBurnPage1h."""
+    camel = "".join(part.capitalize() for part in slo.split("-"))
+    return f"Slo{camel}BudgetBurn{tier.capitalize()}{long_window}"

@@ -61,7 +61,7 @@ def test_schema(run_cli: RunCli, gitops: Path) -> None:
     assert fleet["additionalProperties"] is False
     assert schema["additionalProperties"] is False
     for model in (schema, *schema["$defs"].values()):
-        for name, prop in model["properties"].items():
+        for name, prop in model.get("properties", {}).items():
             assert prop.get("description"), f"{model.get('title')}.{name} has no description"
 
 

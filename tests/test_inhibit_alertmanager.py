@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ def labels_for(alert: AlertInfo, pair: int) -> dict[str, str]:
         "Hostname": f"gpu-node-{pair}",
         "hostname": f"gpu-node-{pair}",
         "instance": f"10.0.{pair // 250}.{pair % 250 + 1}:9400",
+        "nccl_group_id": f"group-{pair}",
     }
     out: dict[str, str] = {}
     # Only labels the alert really carries: adding one it lacks would hide exactly the
@@ -141,6 +143,9 @@ def test_every_edge_inhibits_in_a_real_alertmanager() -> None:
         pairs = index.pairs(edge)
         assert pairs, f"edge {edge.name} connects no alerts"
         for src, dst in pairs:
+            fixed = [lbl for lbl in edge.equal if lbl in src.static and lbl in dst.static]
+            if any(src.static[lbl] != dst.static[lbl] for lbl in fixed):
+                continue  # e.g. one SLO's page and another SLO's ticket: never a pair
             n = len(cases)
             src_labels, dst_labels = labels_for(src, n), labels_for(dst, n)
             for label in edge.equal:
@@ -154,36 +159,32 @@ def test_every_edge_inhibits_in_a_real_alertmanager() -> None:
                 foreign = next(s for s in services if s != dst.service)
                 controls.append((f"service {foreign}", {**dst_labels, "service": foreign}))
             cases.append((edge.name, src_labels, dst_labels, controls))
+
+    # One case at a time, resolved before the next: edges equal on the SLA alone (a
+    # framework cause muting GPU symptoms) would otherwise reach across cases.
+    def key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted(labels.items()))
+
     with running_alertmanager(config) as am:
-        payload = []
-        for _, src, dst, controls in cases:
-            payload += [_alert(src), _alert(dst)] + [_alert(c) for _, c in controls]
-        am.post(payload)
-
-        def key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
-            return tuple(sorted(labels.items()))
-
-        deadline = time.monotonic() + 10
-        while True:
-            seen = {key(a["labels"]): a for a in am.alerts()}
-            pending = [
-                (name, dst)
-                for name, _, dst, _ in cases
-                if not seen.get(key(dst), {}).get("status", {}).get("inhibitedBy")
-            ]
-            if not pending or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        assert not pending, f"not inhibited after 10 s: {pending[:3]}"
         for name, src, dst, controls in cases:
-            source = seen[key(src)]
-            target = seen[key(dst)]
-            assert target["status"]["state"] == "suppressed"
+            batch = [_alert(src), _alert(dst)] + [_alert(c) for _, c in controls]
+            am.post(batch)
+            deadline = time.monotonic() + 10
+            while True:
+                seen = {key(a["labels"]): a for a in am.alerts()}
+                inhibited = seen.get(key(dst), {}).get("status", {}).get("inhibitedBy")
+                if inhibited or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            source, target = seen[key(src)], seen[key(dst)]
+            assert target["status"]["state"] == "suppressed", f"{name}: not inhibited after 10 s"
             assert source["fingerprint"] in target["status"]["inhibitedBy"], name
             for why, control in controls:
                 status = seen[key(control)]["status"]
                 assert status["inhibitedBy"] == [], f"{name}: control with {why} was inhibited"
                 assert status["state"] == "active", (name, why)
+            ended = datetime.now(UTC) - timedelta(seconds=1)
+            am.post([{**a, "endsAt": ended.isoformat()} for a in batch])
     assert len(cases) >= len(result.plan.inhibit_edges)
     assert time.monotonic() - started < 30
 

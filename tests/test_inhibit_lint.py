@@ -68,8 +68,8 @@ def test_unknown_alert_with_did_you_mean() -> None:
 
 
 def test_latent_overlap() -> None:
-    # No generated framework alert exists, but a future one could match both sides.
-    bad = edge("loose", ['severity="critical"', 'layer="framework"'], ['layer=~".+"'], PER_GPU)
+    # No generated alert has this layer, but a future one could match both sides.
+    bad = edge("loose", ['severity="critical"', 'layer="storage"'], ['layer=~".+"'], PER_GPU)
     found = run(lint.Overlap, with_edges(bad))
     assert [d.code for d in found] == ["inhibit/overlap"]
     assert found[0].severity is Severity.ERROR
@@ -128,7 +128,7 @@ def test_severity_order_is_a_warning() -> None:
 
 def test_no_match() -> None:
     bad = edge(
-        "hardware-vs-nothing", ['alertname="GpuXidError"'], ['layer="business"'], ("host_name",)
+        "hardware-vs-nothing", ['alertname="GpuXidError"'], ['layer="storage"'], ("host_name",)
     )
     found = run(lint.NoMatch, with_edges(bad))
     assert len(found) == 1 and "target matchers match no generated alert" in found[0].message

@@ -3,6 +3,7 @@
 from obs_iac.blueprint.models import (
     CORE_FIELDS,
     SCHEMA_VERSION,
+    Acknowledgement,
     GpuFleet,
     Service,
     Suppression,
@@ -13,6 +14,7 @@ from obs_iac.blueprint.registry import Registration, service
 __all__ = [
     "CORE_FIELDS",
     "SCHEMA_VERSION",
+    "Acknowledgement",
     "GpuFleet",
     "Registration",
     "Service",

@@ -117,6 +117,18 @@ class Suppression(BlueprintModel):
     )
 
 
+class Acknowledgement(BlueprintModel):
+    """Accepts one risk flag of ``obs-iac diff`` (e.g. a dropped canonical label), with why."""
+
+    code: str = Field(
+        pattern=r"^diff/[a-z0-9-]+$", description="Diff flag code, e.g. 'diff/label-dropped'."
+    )
+    reason: str = Field(min_length=3, description="Why the change is intended and safe.")
+    target: str | None = Field(
+        default=None, description="Object the acknowledgement is limited to (alert, label...)."
+    )
+
+
 class Service(BlueprintModel):
     """One SLA-bound service: the core fields every pack can rely on."""
 
@@ -144,6 +156,9 @@ class Service(BlueprintModel):
     suppress: tuple[Suppression, ...] = Field(
         default=(), description="Accepted lint findings for this service."
     )
+    acknowledge: tuple[Acknowledgement, ...] = Field(
+        default=(), description="Accepted risk flags of `obs-iac diff` for this change."
+    )
 
     @field_validator("runbook_base_url")
     @classmethod
@@ -165,4 +180,13 @@ def service_schema(sections: dict[str, type[BaseModel]]) -> dict[str, Any]:
         doc = (model.__doc__ or f"The {name} section.").strip().splitlines()[0]
         schema["properties"][name] = {"$ref": f"#/$defs/{model.__name__}", "description": doc}
     schema["title"] = f"obs-iac service blueprint v{SCHEMA_VERSION}"
+    # pydantic drops a field's description next to a bare $ref; editors show the
+    # referenced model's docstring instead, so copy it onto the property.
+    for model_schema in (schema, *defs.values()):
+        for prop in model_schema.get("properties", {}).values():
+            ref = prop.get("$ref", "")
+            if ref and "description" not in prop:
+                target = defs.get(ref.rsplit("/", 1)[-1], {})
+                if "description" in target:
+                    prop["description"] = target["description"]
     return schema

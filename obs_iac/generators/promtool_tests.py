@@ -57,20 +57,22 @@ class PromtoolTestsGenerator(Generator):
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         for service, groups in sorted(groups_by_service(plan).items()):
-            tests = [
-                _test(rule, case)
-                for group in groups
-                for rule in group.rules
-                if isinstance(rule, AlertRule)
-                for case in rule.tests
-            ]
-            if not tests:
-                continue
-            path = conventions.rule_test_file(service)
-            rules = posixpath.relpath(conventions.rule_file(service), posixpath.dirname(path))
-            body = {
-                "rule_files": [rules],
-                "evaluation_interval": plan.evaluation_interval,
-                "tests": tests,
-            }
-            yield Artifact(path, "yaml", body, self.name, sources_of(plan, [service]))
+            by_step: dict[str | None, list[dict[str, Any]]] = {}
+            for group in groups:
+                for rule in group.rules:
+                    if not isinstance(rule, AlertRule):
+                        continue
+                    for case in rule.tests:
+                        step = case.evaluation_interval
+                        if step == plan.evaluation_interval:
+                            step = None
+                        by_step.setdefault(step, []).append(_test(rule, case))
+            for step, tests in sorted(by_step.items(), key=lambda item: item[0] or ""):
+                path = conventions.rule_test_file(service, step)
+                rules = posixpath.relpath(conventions.rule_file(service), posixpath.dirname(path))
+                body = {
+                    "rule_files": [rules],
+                    "evaluation_interval": step or plan.evaluation_interval,
+                    "tests": tests,
+                }
+                yield Artifact(path, "yaml", body, self.name, sources_of(plan, [service]))

@@ -293,6 +293,7 @@ def assemble(
             gpu=s.service.gpu.model_dump(mode="json"),
             sections={k: v.model_dump(mode="json") for k, v in sorted(s.sections.items())},
             suppressions=tuple(x.model_dump(mode="json") for x in s.service.suppress),
+            acknowledgements=tuple(x.model_dump(mode="json") for x in s.service.acknowledge),
         )
         for s in services
     )

@@ -55,6 +55,12 @@ class AlertTestCase(IR):
     eval_time: str
     expect_firing: bool
     exp_labels: dict[str, str] = Field(default_factory=dict)
+    evaluation_interval: str | None = Field(
+        default=None,
+        description="Rule evaluation step for this case when it must differ from the "
+        "repository's (a day of history at 1m steps costs promtool minutes); cases with "
+        "their own step go to their own test file.",
+    )
 
 
 class RecordingRule(IR):
@@ -293,8 +299,10 @@ class ServicePlan(IR):
     runbook_base_url: str
     source: SourceRef
     gpu: dict[str, Any]
-    sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # A section dumps to whatever its model is: an object, or a list (e.g. `slo`).
+    sections: dict[str, Any] = Field(default_factory=dict)
     suppressions: tuple[dict[str, Any], ...] = ()
+    acknowledgements: tuple[dict[str, Any], ...] = ()
 
 
 class Plan(IR):

@@ -10,6 +10,7 @@ result is serialised by our deterministic JSON writer, not grafanalib's encoder.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -17,7 +18,7 @@ from grafanalib import core as G
 from pydantic import BaseModel, ConfigDict, Field
 
 from obs_iac import conventions
-from obs_iac.conventions import Records
+from obs_iac.conventions import Records, SloRecords
 from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, Severity
 from obs_iac.generators.common import sources_of
 from obs_iac.generators.grafana.layout import (
@@ -37,7 +38,6 @@ from obs_iac.render.artifact import Artifact
 NAME = "grafana-dashboards"
 SCHEMA_VERSION = 39
 CONFIGMAP_LIMIT = 1024 * 1024
-SLO_MARKERS = ("slo", "sli", "error_budget", "burn_rate")
 
 # Keys grafanalib still writes that the current dashboard schema has no use for.
 # (Top-level "color", "columns", "fontSize" and "mappings" are the pre-v8 table's.)
@@ -567,17 +567,22 @@ def _check_parses(expr: str, original: str, svc: ServicePlan, key: str) -> None:
         ) from None
 
 
-def slo_metrics(plan: Plan, naming: LabelNaming) -> list[str]:
-    """Per-SLA recording rules that look like SLO signals (render what exists)."""
-    sla = naming.prom(SLA_ID)
-    out = []
-    for metric in plan.metrics:
-        if metric.source != "recording" or sla not in metric.labels:
-            continue
-        parts = metric.name.lower().replace(":", "_").split("_")
-        if any(m in parts or m in metric.name.lower() for m in SLO_MARKERS):
-            out.append(metric.name)
-    return sorted(out)
+def slo_status_queries(plan: Plan) -> list[tuple[str, str]]:
+    """(column, PromQL) for the fleet SLO table, when the SLO pack recorded anything:
+    the objective, the budget left over each SLO's own window, and the 1h burn rate."""
+    if plan.metric(SloRecords.OBJECTIVE) is None:
+        return []
+    windows = sorted(
+        m.name.removeprefix(SloRecords.budget_remaining(""))
+        for m in plan.metrics
+        if m.name.startswith(SloRecords.budget_remaining(""))
+    )
+    budget = "|".join(re.escape(SloRecords.budget_remaining(w)) for w in windows)
+    return [
+        ("Objective", SloRecords.OBJECTIVE),
+        ("Budget left", f'max without (__name__) ({{__name__=~"{budget}"}})'),
+        ("Burn rate 1h", SloRecords.burn_rate("1h")),
+    ]
 
 
 def fleet_dashboard(
@@ -615,7 +620,7 @@ def fleet_dashboard(
             ),
         )
     ]
-    slo = slo_metrics(plan, naming)
+    slo = slo_status_queries(plan)
     if slo:
         rows.append(
             DashboardRow(
@@ -631,10 +636,11 @@ def fleet_dashboard(
                         unit="percentunit",
                         width=24,
                         queries=tuple(
-                            PanelQuery(expr=name, legend=legend, ref_id=_ref(i))
-                            for i, name in enumerate(slo)
+                            PanelQuery(expr=expr, legend=column, ref_id=_ref(i))
+                            for i, (column, expr) in enumerate(slo)
                         ),
-                        description="Every per-SLA SLO recording rule, one column each.",
+                        description="Per SLA and SLO: objective, error budget left over "
+                        "the SLO window, and the 1h burn rate.",
                     ),
                 ),
             )

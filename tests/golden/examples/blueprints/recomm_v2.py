@@ -4,6 +4,24 @@ SLA: the serving model is refreshed within 15 minutes of new training data landi
 """
 
 from obs_iac import GpuFleet, service
+from obs_iac.packs.slo import FreshnessSli, LatencySli, Series, Slo
+
+# Series the serving stack exports; every one carries business_sla_id.
+MODEL_REFRESHED = Series(
+    name="recomm_model_last_success_timestamp_seconds",
+    type="gauge",
+    unit="timestamp_seconds",
+    labels=("business_sla_id", "instance", "job"),
+    help="Unix time at which the serving fleet last loaded a freshly trained model.",
+)
+INFERENCE_LATENCY = Series(
+    name="recomm_inference_duration_seconds",
+    type="histogram",
+    unit="seconds",
+    labels=("business_sla_id", "instance", "job", "model_version"),
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+    help="Latency of one recommendation request.",
+)
 
 service(
     name="recomm-v2",
@@ -34,4 +52,31 @@ service(
         "extract": ("cuda-oom", "nccl-timeout", "xid", "python-exception"),
         "drop": ({"expression": r"^\d{4}-\d{2}-\d{2}[ T][0-9:,.]+ DEBUG ", "reason": "debug"},),
     },
+    # 64 ranks, 8 per A100 node; the source document's step stages as span names.
+    framework={
+        "world_size": 64,
+        "ranks_per_node": 8,
+        "stages": ["data_load", "forward", "backward", "allreduce", "optimizer"],
+        "collector_version": "0.160.0",
+        "resource_attributes": "prometheus-otlp",
+        "step_time_budget_seconds": 1.5,
+        "thresholds": {"data_load_share": 0.3, "straggler_ratio": 1.3},
+    },
+    slo=[
+        Slo(
+            name="model-freshness",
+            description="The serving model is refreshed within 15 minutes.",
+            objective=99.5,
+            window="28d",
+            sli=FreshnessSli(last_success=MODEL_REFRESHED, max_age="15m"),
+        ),
+        Slo(
+            name="inference-latency",
+            description="Recommendations are served within 100 ms.",
+            objective=99.0,
+            window="28d",
+            sli=LatencySli(histogram=INFERENCE_LATENCY, threshold_seconds=0.1),
+            min_events=100,
+        ),
+    ],
 )

@@ -53,7 +53,7 @@ class InfinibandSection(BaseModel):
         default=10, ge=1, description="Receive errors per 10 minutes that raise an alert."
     )
     inhibits_alerts: tuple[str, ...] = Field(
-        default=("AllreduceLatencyRegression",),
+        default=("NcclAllreduceP95Regression",),
         description="Framework alerts of this service that a port-down should mute.",
     )
 
@@ -95,21 +95,31 @@ class InfinibandPack(Pack):
         ports = f'{{device=~"{devices}", job="{section.job}"}}'
         join = f"* on ({host}) group_left ({sla}) {SLA_HOSTS}{sel}"
         records = [
-            RecordingRule(record=SLA_HOSTS, expr=f"group by ({host}, {sla}) ({GPU_UTILIZATION}{sel})"),
+            RecordingRule(
+                record=SLA_HOSTS, expr=f"group by ({host}, {sla}) ({GPU_UTILIZATION}{sel})"
+            ),
             RecordingRule(
                 record=PORT_THROUGHPUT,
                 expr=f"(rate({RX_BYTES}{ports}[5m]) + rate({TX_BYTES}{ports}[5m]))\n{join}",
             ),
         ]
         static = {"layer": "hardware", "service": service.name, "team": service.service.team}
-        node = {"device": "mlx5_0", "port": "1", host: "gpu-node-1", "instance": "gpu-node-1", "job": section.job}
+        node = {
+            "device": "mlx5_0",
+            "port": "1",
+            host: "gpu-node-1",
+            "instance": "gpu-node-1",
+            "job": section.job,
+        }
         gpu = {sla: service.service.sla_id, host: "gpu-node-1", "resource_gpu_id": "nvidia0"}
         elsewhere = {**node, host: "gpu-node-9", "instance": "gpu-node-9"}
 
         def series(metric: str, labels: dict[str, str]) -> str:
             return metric + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
 
-        def case(name: str, metric: str, values: str, labels: dict[str, str], fire: bool) -> AlertTestCase:
+        def case(
+            name: str, metric: str, values: str, labels: dict[str, str], fire: bool
+        ) -> AlertTestCase:
             return AlertTestCase(
                 name=name,
                 input_series=(
@@ -176,10 +186,18 @@ class InfinibandPack(Pack):
             (LINK_DOWNED, MetricType.COUNTER),
         ):
             out.metrics.append(
-                MetricSpec(name=metric, type=kind, unit="none", labels=node_labels, source="node_exporter")
+                MetricSpec(
+                    name=metric, type=kind, unit="none", labels=node_labels, source="node_exporter"
+                )
             )
         out.metrics += [
-            MetricSpec(name=SLA_HOSTS, type=MetricType.GAUGE, unit="none", labels=(host, sla), source="recording"),
+            MetricSpec(
+                name=SLA_HOSTS,
+                type=MetricType.GAUGE,
+                unit="none",
+                labels=(host, sla),
+                source="recording",
+            ),
             MetricSpec(
                 name=PORT_THROUGHPUT,
                 type=MetricType.GAUGE,
@@ -245,7 +263,11 @@ class InfinibandPack(Pack):
                         title="Ports not active",
                         kind="stat",
                         unit="none",
-                        queries=(PanelQuery(expr=f"count(({STATE}{ports} != {PORT_ACTIVE}) {join}) or vector(0)"),),
+                        queries=(
+                            PanelQuery(
+                                expr=f"count(({STATE}{ports} != {PORT_ACTIVE}) {join}) or vector(0)"
+                            ),
+                        ),
                     ),
                 ),
             )
