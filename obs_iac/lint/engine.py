@@ -203,11 +203,20 @@ def dcgm_catalogue(strategy: NamingStrategy) -> dict[str, MetricFacts]:
 
 
 def _record_unit(name: str, computed: str | None) -> str:
+    """The scale a recorded series is on, from its operations part.
+
+    Only bounded 0-1 shares count as "ratio" (``:ratio``, ``:ratio_avg5m``): a ratio *to*
+    something (``ratio_to_group_median5m``, ``max_over_median5m``) can exceed 1, so it
+    gets its own unit and no threshold check.
+    """
     last = name.rsplit(":", 1)[-1]
     if "percent" in last:
         return "percent"
-    if "ratio" in last:
+    relative = "_to_" in last or "over" in last
+    if "ratio" in last and not relative:
         return "ratio"
+    if relative or computed == "ratio":
+        return "relative"
     return computed or ""
 
 

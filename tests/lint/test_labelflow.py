@@ -107,3 +107,13 @@ def test_folding_matcher_values_never_changes_the_verdict(tmp_path: Path) -> Non
     )
     result = run_lint(tmp_path, (rules,))
     assert [d.code for d in result.diagnostics] == []
+
+
+def test_only_bounded_ratios_get_threshold_checks() -> None:
+    from obs_iac.lint.engine import _record_unit
+
+    assert _record_unit("gpu:dcgm_gpu_utilization:ratio", None) == "ratio"
+    assert _record_unit("business_sla_id:gpu_waste:ratio_avg5m", None) == "ratio"
+    assert _record_unit("rank:step_seconds:ratio_to_group_median5m", "ratio") == "relative"
+    assert _record_unit("group:skew:max_over_median5m", "ratio") == "relative"
+    assert _record_unit("gpu:util:percent", None) == "percent"

@@ -109,7 +109,13 @@ def test_catalogue_counters_need_total_unless_exporter_native(tmp_path: Path) ->
     plan = build_plan(ws, discover(ws.config))
     extra = [
         MetricSpec(name=n, type=MetricType.COUNTER, unit="", labels=(), source=src)
-        for n, src in (("train_steps", "pytorch"), ("DCGM_FI_DEV_X", "dcgm"), ("ok_total", "x"))
+        for n, src in (
+            ("train_steps", "pytorch"),
+            ("DCGM_FI_DEV_X", "dcgm"),
+            ("ok_total", "x"),
+            ("step_seconds_count", "x"),
+            ("step_seconds_sum", "x"),
+        )
     ]
     plan = plan.model_copy(update={"metrics": (*plan.metrics, *extra)})
     ctx = LintContext(ws.naming, ws.config, NoConfig(), LintInputs(include_plan=False))

@@ -10,8 +10,10 @@ from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
 
+# Histogram and summary parts are counters named by their own convention.
+COUNTER_SUFFIXES = ("_total", "_count", "_sum", "_bucket")
 # level:metric_total:operations keeps the counter's name in the metric part.
-COUNTER_NAME = re.compile(r"_total(:|$)")
+COUNTER_NAME = re.compile(r"_(total|count|sum|bucket)(:|$)")
 RECORD_FORMAT = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*:[a-zA-Z_][a-zA-Z0-9_]*:[a-zA-Z0-9_]+")
 # Series whose names the exporter owns: renaming them breaks every dashboard that uses them.
 EXPORTER_NATIVE_PREFIXES = ("DCGM_",)
@@ -31,7 +33,7 @@ class CounterTotal(CorpusRule):
         for spec in corpus.plan.metrics:
             if str(spec.type) != "counter" or spec.source == "recording":
                 continue
-            if spec.name.endswith("_total") or exporter_native(spec.name, spec.source):
+            if spec.name.endswith(COUNTER_SUFFIXES) or exporter_native(spec.name, spec.source):
                 continue
             yield Diagnostic(
                 self.code,
