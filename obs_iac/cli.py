@@ -423,9 +423,17 @@ def import_openslo(file: Path, output: Path | None, force: bool, team: str) -> N
     default="text",
     show_default=True,
 )
+@click.option(
+    "--info",
+    "show_info",
+    is_flag=True,
+    help="Also print informational findings (json output always has them).",
+)
 @click.option("--today", default=None, hidden=True, help="Date for suppression expiry (tests).")
 @guarded
-def lint(paths: tuple[Path, ...], fail_on: str, fmt: str, today: str | None) -> None:
+def lint(
+    paths: tuple[Path, ...], fail_on: str, fmt: str, show_info: bool, today: str | None
+) -> None:
     """Lint the plan and everything generated, or the given rule files (Prometheus rule
     files, PrometheusRule CRDs, Mimir/Cortex namespace files). Exit 1 on findings at or
     above --fail-on, 2 on unreadable input."""
@@ -443,13 +451,18 @@ def lint(paths: tuple[Path, ...], fail_on: str, fmt: str, today: str | None) -> 
         from obs_iac.diagnostics import format_json
 
         click.echo(format_json([]))  # consumers always get a document
-    _report(result.diagnostics, fmt, _root())
+    shown = [
+        d for d in result.diagnostics if show_info or fmt == "json" or d.severity > Severity.INFO
+    ]
+    _report(shown, fmt, _root())
     threshold = Severity.WARNING if fail_on == "warning" else Severity.ERROR
     if fmt == "text":
         errors = sum(1 for d in result.diagnostics if d.severity is Severity.ERROR)
         warnings = sum(1 for d in result.diagnostics if d.severity is Severity.WARNING)
+        infos = sum(1 for d in result.diagnostics if d.severity is Severity.INFO)
         what = f"{result.files} files" if paths else f"{result.files} rule groups"
-        click.echo(f"lint: {errors} errors, {warnings} warnings in {what}", err=True)
+        hidden = f" ({infos} notes: --info shows them)" if infos and not show_info else ""
+        click.echo(f"lint: {errors} errors, {warnings} warnings in {what}{hidden}", err=True)
     sys.exit(int(result.exit_code(threshold)))
 
 
