@@ -295,7 +295,13 @@ def evaluate(stack: Stack, rows: Sequence[CompatRow]) -> tuple[Verdict, ...]:
     for row in rows:
         why = _applies(row, stack)
         if why is None:
-            out.append(Verdict(row, "not-applicable", f"{row.component} not in use"))
+            declared = stack.versions.get(row.component)
+            idle = (
+                f"{row.component} {declared} is outside {row.versions}"
+                if declared
+                else f"{row.component} not in use"
+            )
+            out.append(Verdict(row, "not-applicable", idle))
             continue
         declared = stack.versions.get(row.requires)
         if declared is None:

@@ -324,7 +324,7 @@ def corr_causes(gov: Governance, svc: ServicePlan) -> Item:
             cross += 1
             lines.append(f"edge {edge.name}: {', '.join(crossing)}")
     score = {0: 1, 1: 3, 2: 4}.get(cross, 5)
-    lines.append(f"{cross} cross-layer inhibit edges -> score {score} (0: 1, 1: 3, 2: 4, 3+: 5)")
+    lines.append(f"{cross} cross-layer inhibit edges (0: 1, 1: 3, 2: 4, 3+: 5) -> score {score}")
     return Item(
         "correlation.causes",
         "correlation",

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import yaml
+
 from obs_iac.blueprint.models import EXPORTER_VERSION_PATTERN
 from obs_iac.catalog import dcgm
 from obs_iac.config import RepoConfig, version_tuple
@@ -33,12 +35,22 @@ def _walk(data: Any) -> Iterator[dict[str, Any]]:
             stack.extend(current)
 
 
+def _documents(art: Artifact) -> Any:
+    """The artifact's data; YAML written as text (to keep its comments) is parsed back."""
+    if isinstance(art.data, str) and art.path.endswith((".yml", ".yaml")):
+        try:
+            return list(yaml.safe_load_all(art.data))
+        except yaml.YAMLError:
+            return None
+    return art.data
+
+
 def _rendered_features(artifacts: Sequence[Artifact]) -> tuple[dict[str, set[str]], bool]:
     """(rule group name -> group-level features, whether inhibit rules carry names)."""
     by_group: dict[str, set[str]] = {}
     named = False
     for art in artifacts:
-        for node in _walk(art.data):
+        for node in _walk(_documents(art)):
             groups = node.get("groups")
             if isinstance(groups, list):
                 for group in groups:
