@@ -224,7 +224,17 @@ def check_labels(gov: Governance, svc: ServicePlan) -> Check:
                 else:
                     records += 1
     proven = 0
+    policy = {naming.prom(k.key): k for k in KEYS_BY_NAME.values()}
     for _pack, alert in service_alerts(plan, svc.name):
+        # Test data is what the plan shows a label looks like; it must follow the policy.
+        for case in alert.tests:
+            for name, value in sorted(case.exp_labels.items()):
+                key = policy.get(name)
+                if key is not None and not key.matches(value):
+                    failures.append(
+                        f"alert {alert.alert}: test {case.name!r} has {name}={value!r}, "
+                        f"outside the value format {key.value_pattern}"
+                    )
         firing = [t for t in alert.tests if t.expect_firing]
         wrong = [t.name for t in firing if t.exp_labels.get(sla) != svc.sla_id]
         if wrong:
@@ -264,7 +274,6 @@ def check_labels(gov: Governance, svc: ServicePlan) -> Check:
         elif not selector.search(expr):
             failures.append(f"{owner}: LogQL selector does not filter on {sla}={svc.sla_id!r}")
     evidence.append(f"{queries} panel and log-alert queries filter on {sla}")
-    policy = {naming.prom(k.key): k for k in KEYS_BY_NAME.values()}
     for rset in plan.relabel_sets:
         if rset.service != svc.name:
             continue

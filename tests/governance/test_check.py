@@ -158,3 +158,32 @@ def test_labels_fail_on_a_panel_without_the_sla_filter(examples: Governance) -> 
 
 def test_every_example_check_is_deterministic(examples: Governance) -> None:
     assert run_checks(examples) == run_checks(examples)
+
+
+def test_labels_fail_on_test_data_outside_the_value_format(examples: Governance) -> None:
+    plan = examples.plan
+    groups = []
+    for group in plan.rule_groups:
+        if group.service == "recomm-v2" and group.pack == "gpu":
+            rules = []
+            for rule in group.rules:
+                if getattr(rule, "alert", None) == "GpuTemperatureHigh":
+                    case = rule.tests[0]
+                    bad = case.model_copy(
+                        update={"exp_labels": {**case.exp_labels, "resource_gpu_id": "gpu-001"}}
+                    )
+                    rule = rule.model_copy(update={"tests": (bad, *rule.tests[1:])})
+                rules.append(rule)
+            group = group.model_copy(update={"rules": tuple(rules)})
+        groups.append(group)
+    broken = dataclasses.replace(
+        examples,
+        result=dataclasses.replace(
+            examples.result, plan=plan.model_copy(update={"rule_groups": tuple(groups)})
+        ),
+    )
+    check = check_labels(broken, broken.plan.service("recomm-v2"))
+    assert any(
+        "GpuTemperatureHigh" in r and "resource_gpu_id='gpu-001'" in r for r in check.failures
+    ), check.failures
+    assert check_labels(examples, examples.plan.service("recomm-v2")).passed
