@@ -143,25 +143,29 @@ def cov_framework(gov: Governance, svc: ServicePlan) -> Item:
 def cov_logs(gov: Governance, svc: ServicePlan) -> Item:
     pipelines = [p for p in gov.plan.log_pipelines if p.service == svc.name]
 
-    def roles(p: LogPipeline) -> set[str]:
-        return {s.role for s in p.stages}
+    def stages(role: str) -> Callable[[LogPipeline], str]:
+        def find(p: LogPipeline) -> str:
+            hits = [f"#{n} {st.kind}" for n, st in enumerate(p.stages, 1) if st.role == role]
+            return f"stages {', '.join(hits)}" if hits else ""
 
-    wanted: dict[str, Callable[[LogPipeline], bool]] = {
-        "runtime unwrapping": lambda p: "runtime" in roles(p),
-        "multi-line records (tracebacks kept whole)": lambda p: "multiline" in roles(p),
-        "error extraction": lambda p: "extract" in roles(p),
-        "structured metadata for high-cardinality keys": lambda p: bool(p.structured_metadata),
-        "LogQL alerts": lambda p: bool(p.alerts),
+        return find
+
+    wanted: dict[str, Callable[[LogPipeline], str]] = {
+        "runtime unwrapping": stages("runtime"),
+        "multi-line records (tracebacks kept whole)": stages("multiline"),
+        "error extraction": stages("extract"),
+        "structured metadata for high-cardinality keys": lambda p: ", ".join(p.structured_metadata),
+        "LogQL alerts": lambda p: ", ".join(a.alert for a in p.alerts),
     }
     lines = []
     done = 0
     if not pipelines:
         lines.append("no log pipeline")
     for name, test in wanted.items():
-        hit = any(test(p) for p in pipelines)
-        done += hit
+        found = [f"{p.pack} pipeline: {hit}" for p in pipelines if (hit := test(p))]
+        done += bool(found)
         if pipelines:
-            lines.append(f"{name}: {'yes' if hit else 'no'}")
+            lines.append(f"{name}: {'; '.join(found) if found else 'no'}")
     lines.append(_share_line(done, len(wanted), "log pipeline capabilities"))
     return Item(
         "coverage.logs",
@@ -181,7 +185,12 @@ def cov_business(gov: Governance, svc: ServicePlan) -> Item:
     records = [r for g in groups for r in g.rules if isinstance(r, RecordingRule)]
     rows = [r for r in plan.dashboard_rows if r.service == svc.name and r.layer == "business"]
     checks = [
-        (bool(slos), f"{len(slos)} SLOs declared in the blueprint"),
+        (
+            bool(slos),
+            f"{len(slos)} SLOs declared in the blueprint"
+            + (": " + ", ".join(str(x.get("name")) for x in slos if isinstance(x, dict)))
+            * bool(slos),
+        ),
         (bool(records), f"{len(records)} SLO recording rules in {len(groups)} rule groups"),
         (bool(rows), f"{len(rows)} business dashboard rows"),
         (
