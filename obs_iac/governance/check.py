@@ -15,6 +15,7 @@ from obs_iac.governance.compat import CompatRow, Verdict
 from obs_iac.governance.pack import PACK, GovernanceSettings
 from obs_iac.governance.stack import stack
 from obs_iac.labels import GPU_ID, KEYS_BY_NAME, SLA_ID, LabelNaming
+from obs_iac.packs.inhibit.analysis import AlertIndex
 from obs_iac.pipeline import Render, Workspace, open_workspace, render
 from obs_iac.plan.model import AlertRule, Matcher, Plan, RecordingRule, RelabelRule, ServicePlan
 from obs_iac.plugins import discover, plugin_settings
@@ -223,7 +224,8 @@ def check_labels(gov: Governance, svc: ServicePlan) -> Check:
                     failures.append(f"recording rule {rule.record} leaves out {sla}")
                 else:
                     records += 1
-    proven = 0
+    proven = flowed = 0
+    flows = {a.key: a for a in AlertIndex.of_plan(plan).alerts}
     policy = {naming.prom(k.key): k for k in KEYS_BY_NAME.values()}
     for _pack, alert in service_alerts(plan, svc.name):
         # Test data is what the plan shows a label looks like; it must follow the policy.
@@ -244,17 +246,20 @@ def check_labels(gov: Governance, svc: ServicePlan) -> Check:
         elif firing:
             proven += 1
         elif alert.labels.get(sla) != svc.sla_id:
-            names = promql.referenced_metrics(alert.expr)
-            lacking = sorted(
-                n for n in names if (s := plan.metric(n)) is not None and sla not in s.labels
-            )
-            if lacking or not names:
+            # No test shows the label: follow it through the expression (aggregations
+            # included) with the inhibit pack's label flow.
+            info = flows.get((svc.name, alert.alert))
+            if info is None or not info.has_label(sla):
+                state = info.label_state(sla) if info else "unknown"
                 failures.append(
-                    f"alert {alert.alert}: no test proves {sla}, and "
-                    + (f"{', '.join(lacking)} lacks it" if lacking else "it reads no series")
+                    f"alert {alert.alert}: no firing test proves {sla}, and its expression "
+                    + ("drops it" if state == "absent" else "is not known to keep it")
                 )
+            else:
+                flowed += 1
     evidence.append(
-        f"{records} recording rules keep {sla}; {proven} alerts proved by a firing test"
+        f"{records} recording rules keep {sla}; {proven} alerts proved by a firing test, "
+        f"{flowed} by the label flow of their expression"
     )
     selector = re.compile(rf"{re.escape(sla)}\s*=\s*\"{re.escape(svc.sla_id)}\"")
     queries = 0

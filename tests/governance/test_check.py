@@ -187,3 +187,39 @@ def test_labels_fail_on_test_data_outside_the_value_format(examples: Governance)
         "GpuTemperatureHigh" in r and "resource_gpu_id='gpu-001'" in r for r in check.failures
     ), check.failures
     assert check_labels(examples, examples.plan.service("recomm-v2")).passed
+
+
+def _with_alert(gov: Governance, alert: str, **update: object) -> Governance:
+    groups = []
+    for group in gov.plan.rule_groups:
+        if group.service == "recomm-v2":
+            rules = tuple(
+                r.model_copy(update=update) if getattr(r, "alert", None) == alert else r
+                for r in group.rules
+            )
+            group = group.model_copy(update={"rules": rules})
+        groups.append(group)
+    plan = gov.plan.model_copy(update={"rule_groups": tuple(groups)})
+    return dataclasses.replace(gov, result=dataclasses.replace(gov.result, plan=plan))
+
+
+def test_labels_follow_untested_alerts_through_their_expression(examples: Governance) -> None:
+    kept = _with_alert(
+        examples,
+        "GpuTemperatureHigh",
+        tests=(),
+        expr='max by (business_sla_id) (gpu:dcgm_temperature:celsius{business_sla_id="recomm_v2"})'
+        " > 85",
+    )
+    assert check_labels(kept, kept.plan.service("recomm-v2")).passed
+    dropped = _with_alert(
+        examples,
+        "GpuTemperatureHigh",
+        tests=(),
+        expr='max(gpu:dcgm_temperature:celsius{business_sla_id="recomm_v2"}) > 85',
+    )
+    check = check_labels(dropped, dropped.plan.service("recomm-v2"))
+    assert check.failures == (
+        "alert GpuTemperatureHigh: no firing test proves business_sla_id, and its expression "
+        "drops it",
+    )
