@@ -577,6 +577,8 @@ def svg_chart(card: Card) -> str:
             f'<rect x="{label_w}" y="{y}" width="{item.score * unit}" height="{bar_h}" '
             f'fill="{_COLOURS[item.dimension]}"><title>{html.escape(item.title)}: '
             f"{item.score}/5</title></rect>"
+            f'<text x="{label_w + item.score * unit + 4}" y="{y + 12}" font-size="11">'
+            f"{item.score}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -619,9 +621,10 @@ def to_html(cards: Sequence[Card]) -> str:
     return (
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
         "<title>obs-iac fleet scorecard</title><style>"
-        "body{font-family:sans-serif;max-width:60em;margin:auto}"
+        "body{font-family:sans-serif;max-width:62em;margin:auto}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}"
-        ".bad{color:#b00}.ok{color:#070}section{break-inside:avoid}"
+        ".bad{color:#b00}.ok{color:#070}"
+        "section{display:inline-block;vertical-align:top;width:29em;break-inside:avoid}"
         "</style></head><body><h1>Fleet maturity scorecard</h1>"
         f"<p>12 items, 1-5 each, out of {MAX_TOTAL}; below {THRESHOLD} needs an improvement "
         f"plan. {legend}</p><table><tr><th>service</th><th>total</th>"
