@@ -154,6 +154,11 @@ def check_collection(gov: Governance, svc: ServicePlan) -> Check:
     wired = wiring(plan, svc.name)
     if "framework" in svc.sections and wired is None:
         failures.append("framework section declared but no OpenTelemetry wiring in the plan")
+    elif wired is None and gov.settings.require_otel:
+        failures.append(
+            "no OpenTelemetry wiring is declared: add a framework={...} section (or set "
+            "require_otel = false in [tool.obs-iac.packs.governance] for GPU-only services)"
+        )
     elif wired is not None:
         evidence.append(f"OpenTelemetry wiring: connector {wired}")
     seen: set[str] = set()

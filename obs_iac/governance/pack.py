@@ -67,6 +67,12 @@ class GovernanceSettings(BaseModel):
     components: Components = Field(
         default_factory=Components, description="Repo-wide component versions."
     )
+    require_otel: bool = Field(
+        default=True,
+        description="`obs-iac check` collection: every service must declare OpenTelemetry "
+        "wiring (a framework section). Set false in repositories that also hold GPU-only "
+        "services without a training framework.",
+    )
 
 
 class GovernancePack(Pack):

@@ -12,8 +12,12 @@ from obs_iac.governance.check import Governance, check_collection, check_labels,
 from obs_iac.plan.model import RelabelRule
 from tests.conftest import PYPROJECT, REPO, RunCli, blueprint_source, make_repo
 
+# The smallest framework section: with it the OpenTelemetry wiring is declared.
+FRAMEWORK = '{"world_size": 8, "ranks_per_node": 8, "step_time_budget_seconds": 2.0}'
+
 
 def one_service_repo(tmp_path: Path, extra_config: str = "", **fields: str | None) -> Path:
+    fields.setdefault("framework", FRAMEWORK)
     root = tmp_path / "repo"
     (root / "blueprints").mkdir(parents=True)
     (root / "blueprints" / "a.py").write_text(blueprint_source(**fields), encoding="utf-8")
@@ -223,3 +227,20 @@ def test_labels_follow_untested_alerts_through_their_expression(examples: Govern
         "alert GpuTemperatureHigh: no firing test proves business_sla_id, and its expression "
         "drops it",
     )
+
+
+def test_collection_requires_opentelemetry_wiring(run_cli: RunCli, tmp_path: Path) -> None:
+    bare = one_service_repo(tmp_path / "bare", framework=None)
+    result = run_cli(["check", "--format", "json"], bare)
+    assert result.exit_code == 1
+    [reason] = failures(result.stdout, "svc-a", "collection")
+    assert reason.startswith("no OpenTelemetry wiring is declared")
+    relaxed = one_service_repo(
+        tmp_path / "relaxed",
+        extra_config="[tool.obs-iac.packs.governance]\nrequire_otel = false\n",
+        framework=None,
+    )
+    result = run_cli(["check", "--format", "json"], relaxed)
+    assert result.exit_code == 0, result.output
+    with_framework = run_cli(["check", "--format", "json"], one_service_repo(tmp_path / "fw"))
+    assert with_framework.exit_code == 0, with_framework.output

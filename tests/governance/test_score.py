@@ -87,7 +87,7 @@ def test_thin_service_is_flagged_with_three_improvements(run_cli: RunCli, tmp_pa
         '{"name": "gpu-hot-mutes-util-low", "reason": "test"}, '
         '{"name": "gpu-node-down-mutes-gpu-alerts", "reason": "test"}]}'
     )
-    repo = one_service_repo(tmp_path, inhibitions=disable)
+    repo = one_service_repo(tmp_path, inhibitions=disable, framework=None)
     result = run_cli(["score", "--format", "json"], repo)
     assert result.exit_code == 0, result.output
     card = json.loads(result.stdout)["services"]["svc-a"]
