@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -155,7 +156,21 @@ def load_matrix(text: str, file: str) -> tuple[CompatRow, ...]:
     header: list[str] | None = None
     header_line = 0
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
+        if line.lstrip().startswith("#"):
+            declared = re.search(r"format version (\d+)", line)
+            if declared and int(declared.group(1)) != MATRIX_FORMAT_VERSION:
+                problems.append(
+                    _bad(
+                        file,
+                        number,
+                        f"compatibility matrix format version {declared.group(1)} is not "
+                        f"supported (this obs-iac reads version {MATRIX_FORMAT_VERSION})",
+                        "upgrade obs-iac, or write the file in format version "
+                        f"{MATRIX_FORMAT_VERSION} (docs/governance.md)",
+                    )
+                )
+            continue
+        if not line.strip():
             continue
         try:
             fields = next(csv.reader(io.StringIO(line)))

@@ -141,8 +141,16 @@ def test_repo_matrix_adds_rows(run_cli: RunCli, tmp_path: Path) -> None:
         (REPO_ROWS + "driver,>=1,kernel,>=6,why,src\n", 3, "unknown required component"),
         ("component,versions,requires,reason,source\n", 1, "missing column(s) requires_versions"),
         (REPO_ROWS + "driver,>=1,dcgm\n", 3, "3 fields where the header (line 1) has 6"),
+        ("# format version 2\n" + REPO_ROWS, 1, "format version 2 is not supported"),
     ],
-    ids=["bad-range", "unknown-component", "unknown-required", "missing-column", "short-row"],
+    ids=[
+        "bad-range",
+        "unknown-component",
+        "unknown-required",
+        "missing-column",
+        "short-row",
+        "format-version",
+    ],
 )
 def test_malformed_matrix_is_located(text: str, line: int, message: str) -> None:
     with pytest.raises(InputError) as info:
