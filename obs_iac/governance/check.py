@@ -75,11 +75,13 @@ def load(root: Path) -> Governance:
     assert isinstance(settings, GovernanceSettings)
     matrix = compat.load(ws.root, settings.compatibility)
     result = render(ws, plugins)
-    gov = Governance(ws, result, settings, matrix)
-    for svc in result.plan.services:
-        st = stack(result.plan, svc, result.artifacts, ws.config, settings)
-        gov.verdicts[svc.name] = compat.evaluate(st, matrix)
-    return gov
+    verdicts = {
+        svc.name: compat.evaluate(
+            stack(result.plan, svc, result.artifacts, ws.config, settings), matrix
+        )
+        for svc in result.plan.services
+    }
+    return Governance(ws, result, settings, matrix, verdicts)
 
 
 # --- shared readings of the plan ---------------------------------------------------------
