@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from obs_iac.governance.check import Governance, check_collection, check_labels, load, run_checks
+from obs_iac.governance.check import Governance, check_collection, check_labels, load
 from obs_iac.plan.model import RelabelRule
 from tests.conftest import PYPROJECT, REPO, RunCli, blueprint_source, make_repo
 
@@ -160,8 +160,11 @@ def test_labels_fail_on_a_panel_without_the_sla_filter(examples: Governance) -> 
     )
 
 
-def test_every_example_check_is_deterministic(examples: Governance) -> None:
-    assert run_checks(examples) == run_checks(examples)
+def test_reports_are_deterministic(run_cli: RunCli, gitops: Path, tmp_path: Path) -> None:
+    other = make_repo(tmp_path / "other", REPO / "blueprints")
+    for command in (["check", "--format", "json"], ["score", "--format", "json"]):
+        first, second = run_cli(command, gitops), run_cli(command, other)
+        assert first.stdout == second.stdout and first.stdout
 
 
 def test_labels_fail_on_test_data_outside_the_value_format(examples: Governance) -> None:
