@@ -122,7 +122,7 @@ def cov_framework(gov: Governance, svc: ServicePlan) -> Item:
     data = item if isinstance(item, dict) else getattr(item, "__dict__", {})
     dims = set(data.get("dimensions", ()) or ())
     if connector is None:
-        lines = ["no framework section: no OpenTelemetry spans, so 0/6 canonical keys -> 1"]
+        lines = ["no framework section: no OpenTelemetry spans, 0/6 canonical keys -> score 1"]
         done = 0
     else:
         done = sum(k in dims for k in FRAMEWORK_KEYS)
@@ -543,7 +543,9 @@ def to_markdown(cards: Sequence[Card]) -> str:
     for c in cards:
         out += ["", f"## {c.service}", "", "| item | score | why |", "|---|---|---|"]
         for i in c.items:
-            why = "<br>".join(html.escape(line).replace("|", "\\|") for line in i.lines)
+            why = "<br>".join(
+                html.escape(line, quote=False).replace("|", "\\|") for line in i.lines
+            )
             out.append(f"| {i.key} | {i.score}/5 | {why} |")
         if c.flagged:
             out += ["", "Improvements, most valuable first:", ""]

@@ -93,6 +93,9 @@ def test_thin_service_is_flagged_with_three_improvements(run_cli: RunCli, tmp_pa
     card = json.loads(result.stdout)["services"]["svc-a"]
     assert card["total"] < THRESHOLD and card["flagged"] is True
     assert card["total"] == sum(i["score"] for i in card["items"])
+    for item in card["items"]:
+        last = re.search(r"-> score (?:1 \+ 4 x [0-9.]+ = )?(\d)$", item["explanation"][-1])
+        assert last and int(last.group(1)) == item["score"], item
     improvements = card["improvements"]
     assert len(improvements) == 3
     dims = [k.split(".")[0] for k in improvements]
