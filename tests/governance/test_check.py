@@ -247,3 +247,17 @@ def test_collection_requires_opentelemetry_wiring(run_cli: RunCli, tmp_path: Pat
     assert result.exit_code == 0, result.output
     with_framework = run_cli(["check", "--format", "json"], one_service_repo(tmp_path / "fw"))
     assert with_framework.exit_code == 0, with_framework.output
+
+
+def test_alerting_fails_when_the_matrix_fails_static_verification(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    cycle = (
+        '{"add": [{"name": "util-low-mutes-hot", "reason": "makes a cycle", '
+        '"source_alerts": ["GpuUtilizationLow"], "target_alerts": ["GpuTemperatureHigh"], '
+        '"equal": ["business.sla_id", "host.name", "resource.gpu.id"]}]}'
+    )
+    result = run_cli(["check", "--format", "json"], one_service_repo(tmp_path, inhibitions=cycle))
+    assert result.exit_code == 1, result.output
+    reasons = failures(result.stdout, "svc-a", "alerting")
+    assert reasons and all(r.startswith("inhibit/cycle: ") for r in reasons), reasons
