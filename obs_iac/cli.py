@@ -335,6 +335,63 @@ def preview(out: Path, png: bool) -> None:
     click.echo(f"wrote {count} dashboard previews to {out}/", err=True)
 
 
+@main.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+@guarded
+def check(fmt: str) -> None:
+    """Conformance per service: collection, labels, storage, alerting, compatibility.
+
+    Exits 1 when a service fails a dimension; 2 on bad input (blueprints, matrix CSV).
+    """
+    from obs_iac.governance.check import load, run_checks, to_json, to_markdown, to_text
+
+    checks = run_checks(load(_root()))
+    if fmt == "json":
+        click.echo(json.dumps(to_json(checks), indent=2, sort_keys=True))
+    elif fmt == "markdown":
+        click.echo(to_markdown(checks), nl=False)
+    else:
+        click.echo(to_text(checks), nl=False)
+    if not all(c.passed for c in checks):
+        sys.exit(EXIT_FINDINGS)
+
+
+@main.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json", "html"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report to this file instead of stdout.",
+)
+@guarded
+def score(fmt: str, output: Path | None) -> None:
+    """Maturity scorecard per service: coverage, correlation, decision (12 items, /60)."""
+    from obs_iac.governance.check import load
+    from obs_iac.governance.score import render_report, score_all
+
+    cards = score_all(load(_root()))
+    text = render_report(cards, fmt)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+
+
 @main.group(name="import")
 def import_() -> None:
     """Turn an SLO spec from another tool into a blueprint file."""
