@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: render check-render diff test check lint typecheck fmt bench golden clean venv preview
+.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint golden clean venv preview
 
 venv: $(STAMP)
 
@@ -50,6 +50,10 @@ golden: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# obs-iac lint against promtool check rules on the 1,000-service fleet's rule files.
+bench-lint: $(STAMP)
+	$(BIN)/python bench/lint_bench.py -n 1000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

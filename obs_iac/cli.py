@@ -335,6 +335,63 @@ def preview(out: Path, png: bool) -> None:
     click.echo(f"wrote {count} dashboard previews to {out}/", err=True)
 
 
+@main.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+@guarded
+def check(fmt: str) -> None:
+    """Conformance per service: collection, labels, storage, alerting, compatibility.
+
+    Exits 1 when a service fails a dimension; 2 on bad input (blueprints, matrix CSV).
+    """
+    from obs_iac.governance.check import load, run_checks, to_json, to_markdown, to_text
+
+    checks = run_checks(load(_root()))
+    if fmt == "json":
+        click.echo(json.dumps(to_json(checks), indent=2, sort_keys=True))
+    elif fmt == "markdown":
+        click.echo(to_markdown(checks), nl=False)
+    else:
+        click.echo(to_text(checks), nl=False)
+    if not all(c.passed for c in checks):
+        sys.exit(EXIT_FINDINGS)
+
+
+@main.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json", "html"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report to this file instead of stdout.",
+)
+@guarded
+def score(fmt: str, output: Path | None) -> None:
+    """Maturity scorecard per service: coverage, correlation, decision (12 items, /60)."""
+    from obs_iac.governance.check import load
+    from obs_iac.governance.score import render_report, score_all
+
+    cards = score_all(load(_root()))
+    text = render_report(cards, fmt)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+
+
 @main.group(name="import")
 def import_() -> None:
     """Turn an SLO spec from another tool into a blueprint file."""
@@ -405,6 +462,65 @@ def import_sloth(file: Path, output: Path | None, force: bool, team: str) -> Non
 def import_openslo(file: Path, output: Path | None, force: bool, team: str) -> None:
     """An OpenSLO v1 SLO (with its ratioMetric SLI and objectives) -> blueprint."""
     _import_spec("openslo", file, output, force, team)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--fail-on",
+    type=click.Choice(["warning", "error"]),
+    default="error",
+    show_default=True,
+    help="Lowest severity that makes the exit code 1.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--info",
+    "show_info",
+    is_flag=True,
+    help="Also print informational findings (json output always has them).",
+)
+@click.option("--today", default=None, hidden=True, help="Date for suppression expiry (tests).")
+@guarded
+def lint(
+    paths: tuple[Path, ...], fail_on: str, fmt: str, show_info: bool, today: str | None
+) -> None:
+    """Lint the plan and everything generated, or the given rule files (Prometheus rule
+    files, PrometheusRule CRDs, Mimir/Cortex namespace files). Exit 1 on findings at or
+    above --fail-on, 2 on unreadable input."""
+    import datetime as dt
+
+    from obs_iac.diagnostics import Severity
+    from obs_iac.lint.run import run_lint
+
+    try:
+        day = dt.date.fromisoformat(today) if today else None
+    except ValueError:
+        raise click.BadParameter("expected YYYY-MM-DD", param_hint="--today") from None
+    result = run_lint(_root(), paths, day)
+    if fmt == "json" and not result.diagnostics:
+        from obs_iac.diagnostics import format_json
+
+        click.echo(format_json([]))  # consumers always get a document
+    shown = [
+        d for d in result.diagnostics if show_info or fmt == "json" or d.severity > Severity.INFO
+    ]
+    _report(shown, fmt, _root())
+    threshold = Severity.WARNING if fail_on == "warning" else Severity.ERROR
+    if fmt == "text":
+        errors = sum(1 for d in result.diagnostics if d.severity is Severity.ERROR)
+        warnings = sum(1 for d in result.diagnostics if d.severity is Severity.WARNING)
+        infos = sum(1 for d in result.diagnostics if d.severity is Severity.INFO)
+        what = f"{result.files} files" if paths else f"{result.files} rule groups"
+        hidden = f" ({infos} notes: --info shows them)" if infos and not show_info else ""
+        click.echo(f"lint: {errors} errors, {warnings} warnings in {what}{hidden}", err=True)
+    sys.exit(int(result.exit_code(threshold)))
 
 
 if __name__ == "__main__":  # pragma: no cover

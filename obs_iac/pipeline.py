@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -163,12 +164,21 @@ def generate(ws: Workspace, plan: Plan, plugins: PluginSet) -> tuple[Artifact, .
 
 
 def verify(
-    ws: Workspace, plan: Plan, artifacts: tuple[Artifact, ...], plugins: PluginSet
+    ws: Workspace,
+    plan: Plan,
+    artifacts: tuple[Artifact, ...],
+    plugins: PluginSet,
+    inputs: Any = None,
 ) -> tuple[Diagnostic, ...]:
+    """Runs every lint rule; ``inputs`` (obs_iac.lint.engine.LintInputs) adds rule files."""
+    import datetime as dt
+
+    from obs_iac.lint.suppress import apply as apply_suppressions
+
     findings: list[Diagnostic] = []
     for rule in plugins.lint_rules:
         settings = plugin_settings(rule, ws.config.generators, "lint")
-        ctx = LintContext(naming=ws.naming, repo=ws.config, settings=settings)
+        ctx = LintContext(naming=ws.naming, repo=ws.config, settings=settings, inputs=inputs)
         try:
             findings.extend(rule.obj.check(plan, artifacts, ctx))
         except Exception as exc:
@@ -183,6 +193,8 @@ def verify(
                     )
                 ]
             ) from exc
+    today = getattr(inputs, "today", None) or dt.date.today()
+    findings = apply_suppressions(plan, findings, today)
     return tuple(sorted(findings, key=Diagnostic.sort_key))
 
 

@@ -160,6 +160,8 @@ class LintContext:
     naming: LabelNaming
     repo: RepoConfig
     settings: BaseModel
+    # What `obs-iac lint` was asked to check beyond the plan (obs_iac.lint.engine.LintInputs).
+    inputs: Any = None
 
 
 class LintRule:

@@ -12,6 +12,24 @@ class PromQLSyntaxError(ValueError):
     pass
 
 
+def _register_removed_functions() -> None:
+    """promql-parser follows Prometheus 3, which renamed holt_winters; 2.x rules use it."""
+    vt = promql_parser.ValueType
+    promql_parser.register_extra_functions(
+        [
+            promql_parser.Function(
+                name="holt_winters",
+                arg_types=[vt.Matrix, vt.Scalar, vt.Scalar],
+                variadic=0,
+                return_type=vt.Vector,
+            )
+        ]
+    )
+
+
+_register_removed_functions()
+
+
 @lru_cache(maxsize=65536)
 def parse(expr: str) -> Any:
     try:

@@ -561,15 +561,20 @@ class GpuPack(Pack):
             ),
             alert(
                 "GpuXidError",
-                f"{XID}{sel} > 0",
+                # The field holds the *last* XID code and keeps it after the error, so
+                # "> 0" alone would fire forever after one XID; a change in the last 10
+                # minutes marks a new one.
+                f"{XID}{sel} > 0\nand\nchanges({XID}{sel}[10m]) > 0",
                 "critical",
                 f"{where} reported an XID error",
-                f"{where} reported an XID error; {XID} holds the last XID code. See "
-                "NVIDIA's XID catalogue (e.g. 79: fallen off the bus, 48: double-bit ECC).",
+                f"{where} reported a new XID error in the last 10 minutes; {XID} holds the "
+                "last XID code. See NVIDIA's XID catalogue (e.g. 79: fallen off the bus, "
+                "48: double-bit ECC).",
                 "0s",
                 [
                     case("XID 79 fires", {XID: "0 0 0 79 79 79"}, "5m", True),
                     case("no XID does not fire", {XID: "0x5"}, "5m", False),
+                    case("an old XID does not fire forever", {XID: "0 79x25"}, "20m", False),
                 ],
             ),
             alert(

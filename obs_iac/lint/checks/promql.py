@@ -1,0 +1,225 @@
+"""PromQL checks: syntax, label flow, types, scales, regexes, joins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from obs_iac.diagnostics import Diagnostic, Severity
+from obs_iac.lint.checks import CorpusRule
+from obs_iac.lint.engine import (
+    Corpus,
+    canonical_suggestion,
+    describe_ref,
+    spelling_suggestion,
+)
+from obs_iac.lint.gotemplate import label_references
+from obs_iac.lint.rulefile import ParsedRule
+from obs_iac.promql.labelflow import LabelRef
+
+
+class Syntax(CorpusRule):
+    code: ClassVar[str] = "promql/syntax"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    description: ClassVar[str] = "The expression does not parse in the oldest Prometheus targeted."
+
+    def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
+        for unit, rule in corpus.rules():
+            if not rule.expr.strip():
+                continue  # rules/structure reports the missing expr
+            problem = corpus.syntax(rule.expr)
+            if problem:
+                yield corpus.diag(
+                    self.code,
+                    self.default_severity,
+                    f"{rule.name or 'rule'}: could not parse expression: {problem}",
+                    unit,
+                    rule,
+                    hint=f"Prometheus {corpus.min_version} must load this rule; "
+                    "check the expression with `promtool check rules`",
+                    at_expr=True,
+                )
+
+
+def label_refs(corpus: Corpus, rule: ParsedRule) -> list[LabelRef]:
+    """Every label the rule names where it does not exist (expression and templates)."""
+    analysis = corpus.analysis(rule.expr)
+    if analysis is None:
+        return []
+    refs = list(analysis.missing)
+    if rule.kind == "alert" and analysis.labels is not None:
+        seen = set()
+        for key in sorted(rule.annotations):
+            for label in label_references(rule.annotations[key]):
+                if label not in analysis.labels and label not in seen:
+                    seen.add(label)
+                    refs.append(LabelRef(label, "template", analysis.labels))
+    return refs
+
+
+class LabelFlow(CorpusRule):
+    code: ClassVar[str] = "promql/label-flow"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    description: ClassVar[str] = (
+        "A matcher, grouping, join label or alert template names a label that does not "
+        "exist at that point of the query."
+    )
+
+    def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
+        for unit, rule in corpus.rules():
+            for ref in label_refs(corpus, rule):
+                if canonical_suggestion(ref, corpus.naming):
+                    continue  # labels/did-you-mean reports it, with the right spelling
+                close = spelling_suggestion(ref)
+                known = ", ".join(sorted(ref.available)) or "none"
+                hint = f"did you mean {close!r}? " if close else ""
+                hint += f"labels there: {known}"
+                yield corpus.diag(
+                    self.code,
+                    self.default_severity,
+                    f"{rule.name}: {describe_ref(ref)}; the "
+                    + ("alert can never fire" if rule.kind == "alert" else "result is wrong"),
+                    unit,
+                    rule,
+                    hint=hint,
+                    at_expr=ref.context != "template",
+                )
+
+
+class RateOnNonCounter(CorpusRule):
+    code: ClassVar[str] = "promql/rate-on-non-counter"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    description: ClassVar[str] = "rate/irate/increase applied to a gauge."
+
+    def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
+        for unit, rule in corpus.rules():
+            analysis = corpus.analysis(rule.expr)
+            for misuse in analysis.counter_misuse if analysis else ():
+                yield corpus.diag(
+                    self.code,
+                    self.default_severity,
+                    f"{rule.name}: {misuse.function}() over {misuse.metric}, which is a "
+                    f"{misuse.type}, not a counter",
+                    unit,
+                    rule,
+                    hint="for a gauge use deriv() or delta(), or aggregate it with "
+                    "avg_over_time()/max_over_time()",
+                    at_expr=True,
+                )
+
+
+class HistogramQuantileNonBucket(CorpusRule):
+    code: ClassVar[str] = "promql/histogram-quantile-non-bucket"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    description: ClassVar[str] = "histogram_quantile over something that is not a bucket series."
+
+    def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
+        for unit, rule in corpus.rules():
+            analysis = corpus.analysis(rule.expr)
+            for misuse in analysis.quantile_misuse if analysis else ():
+                yield corpus.diag(
+                    self.code,
+                    self.default_severity,
+                    f"{rule.name}: histogram_quantile(): {misuse.reason}; it returns nothing",
+                    unit,
+                    rule,
+                    hint="pass rate(<name>_bucket[...]) and keep `le` in every aggregation, "
+                    "e.g. sum by (le) (...)",
+                    at_expr=True,
+                )
+
+
+class UnitScale(CorpusRule):
+    code: ClassVar[str] = "promql/unit-scale"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    description: ClassVar[str] = "A 0-100 percent compared with a 0-1 ratio, or the reverse."
+
+    def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
+        for unit, rule in corpus.rules():
+            analysis = corpus.analysis(rule.expr)
+            for mix in analysis.scale_mixes if analysis else ():
+                if mix.rhs[0].isdigit() or mix.rhs[0] == "-":
+                    message = (
+                        f"{rule.name}: a {mix.lhs} (0-{100 if mix.lhs == 'percent' else 1}) "
+                        f"value is compared with {mix.rhs}, a threshold on the other scale"
+                    )
+                else:
+                    message = f"{rule.name}: `{mix.op}` mixes a {mix.lhs} and a {mix.rhs} value"
+                yield corpus.diag(
+                    self.code,
+                    self.default_severity,
+                    message,
+                    unit,
+                    rule,
+                    hint="DCGM_FI_DEV_*_UTIL are integers 0-100 (percent); DCGM_FI_PROF_* "
+                    "are 0.0-1.0 ratios; divide percents by 100 or write the threshold "
+                    "on the series' own scale",
+                    at_expr=True,
+                )
+
+
+class Regex(CorpusRule):
+    code: ClassVar[str] = "promql/regex"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    description: ClassVar[str] = "Regex matchers that are not RE2 or are anchored redundantly."
+
+    def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
+        import re2
+
+        for unit, rule in corpus.rules():
+            analysis = corpus.analysis(rule.expr)
+            for use in analysis.regexes if analysis else ():
+                try:
+                    re2.compile(use.pattern)
+                except Exception as exc:
+                    yield corpus.diag(
+                        self.code,
+                        Severity.ERROR,
+                        f"{rule.name}: {use.pattern!r} ({use.context} on {use.label!r}) is not "
+                        f"a valid RE2 regex: {exc}",
+                        unit,
+                        rule,
+                        hint="Prometheus uses Go's RE2: no lookaround, no backreferences",
+                        at_expr=True,
+                    )
+                    continue
+                if use.pattern.startswith("^") or (
+                    use.pattern.endswith("$") and not use.pattern.endswith("\\$")
+                ):
+                    yield corpus.diag(
+                        self.code,
+                        Severity.WARNING,
+                        f"{rule.name}: {use.pattern!r} ({use.context} on {use.label!r}) is "
+                        "anchored with ^ or $, but Prometheus anchors every regex already",
+                        unit,
+                        rule,
+                        hint="drop the ^ and $",
+                        at_expr=True,
+                    )
+
+
+class JoinNoCommonLabels(CorpusRule):
+    code: ClassVar[str] = "promql/join-no-common-labels"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    description: ClassVar[str] = "A binary operation whose two sides can never match."
+
+    def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
+        for unit, rule in corpus.rules():
+            analysis = corpus.analysis(rule.expr)
+            for join in analysis.joins if analysis else ():
+                only = []
+                if join.lhs_only:
+                    only.append(f"only the left side has {', '.join(sorted(join.lhs_only))}")
+                if join.rhs_only:
+                    only.append(f"only the right side has {', '.join(sorted(join.rhs_only))}")
+                yield corpus.diag(
+                    self.code,
+                    self.default_severity,
+                    f"{rule.name}: the two sides of `{join.op}` never match: " + "; ".join(only),
+                    unit,
+                    rule,
+                    hint="match on the labels both sides share, e.g. `"
+                    + join.op
+                    + " on(...)`, or aggregate the richer side first",
+                    at_expr=True,
+                )

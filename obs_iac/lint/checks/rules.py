@@ -1,0 +1,101 @@
+"""Rule file structure and duplicates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from obs_iac.diagnostics import Diagnostic, Location, Severity
+from obs_iac.lint.checks import CorpusRule
+from obs_iac.lint.engine import Corpus, Unit
+from obs_iac.lint.rulefile import ParsedRule
+
+
+def _file_problems(corpus: Corpus, code: str) -> Iterator[Diagnostic]:
+    for rf in corpus.files:
+        for problem in rf.problems:
+            if problem.code != code:
+                continue
+            yield Diagnostic(
+                code,
+                Severity.ERROR,
+                problem.message,
+                hint=problem.hint,
+                location=Location(rf.path, problem.line, problem.column),
+                origin=code,
+            )
+
+
+class Structure(CorpusRule):
+    code: ClassVar[str] = "rules/structure"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    description: ClassVar[str] = (
+        "The rule file does not decode strictly as Prometheus rulefmt (unknown fields, "
+        "wrong types, bad durations, label names, templates)."
+    )
+
+    def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
+        yield from _file_problems(corpus, self.code)
+
+
+class Duplicate(CorpusRule):
+    code: ClassVar[str] = "rules/duplicate"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    description: ClassVar[str] = "Two alerts or records with the same name and identical labels."
+
+    def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
+        seen: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[Unit, ParsedRule]] = {}
+        for unit, rule in corpus.rules():
+            if not rule.name or rule.kind == "query":
+                continue
+            key = (unit.scope, rule.kind, rule.name, tuple(sorted(rule.labels.items())))
+            first = seen.get(key)
+            if first is None:
+                seen[key] = (unit, rule)
+                continue
+            f_unit, f_rule = first
+            yield corpus.diag(
+                self.code,
+                self.default_severity,
+                f"{rule.kind} {rule.name} is defined twice with identical labels "
+                f"(groups {f_unit.group.name!r} and {unit.group.name!r})",
+                unit,
+                rule,
+                hint="both rules produce the same series; merge them or tell them apart with "
+                "a label",
+                related=(Location(f_unit.file, f_unit.blueprint_line or f_rule.line),),
+            )
+
+
+class DuplicateGroup(CorpusRule):
+    code: ClassVar[str] = "rules/duplicate-group"
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    description: ClassVar[str] = (
+        "Two rule groups with the same name in one file, one Mimir namespace, or one plan."
+    )
+
+    def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
+        yield from _file_problems(corpus, self.code)
+        seen: dict[tuple[str, str], Unit] = {}
+        for unit in corpus.units:
+            if any(r.kind == "query" for r in unit.group.rules):
+                continue  # a dashboard, not a rule group
+            if unit.source is not None and unit.source.format != "mimir":
+                continue  # plain files: only within one file, reported while decoding
+            scope = unit.group.namespace if unit.source is not None else "plan"
+            key = (scope, unit.group.name)
+            first = seen.get(key)
+            if first is None:
+                seen[key] = unit
+                continue
+            if first.file == unit.file and unit.source is not None:
+                continue  # same file: the decoder reported it
+            yield corpus.diag(
+                self.code,
+                self.default_severity,
+                f"rule group {unit.group.name!r} is defined twice in "
+                + (f"namespace {scope!r}" if scope != "plan" else "the plan"),
+                unit,
+                hint="group names must be unique per namespace; rename one",
+                related=(Location(first.file, first.blueprint_line or first.group.line),),
+            )

@@ -1,0 +1,446 @@
+"""Label-flow analysis: which labels exist at each point of a PromQL expression.
+
+Starts from a catalogue of known series (name -> type, unit, label set) and propagates
+label sets bottom-up through selectors, functions, aggregations and binary operations,
+following Prometheus's own evaluation rules (``resultMetric`` in promql/engine.go):
+a one-to-one match ``on(l)`` keeps only ``l``, ``ignoring(l)`` drops ``l``,
+``group_left(x)`` copies ``x`` from the "one" side, ``by`` keeps only its labels.
+
+A series the catalogue does not know is *open*: any label may exist, so nothing about
+it is reported (hand-written files must not get false alarms). Everything the walk
+notices is returned as plain facts; the lint rules decide what to report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from obs_iac.promql import parse
+
+Labels = frozenset[str] | None  # None: open, any label may be there
+
+COUNTER_FUNCTIONS = frozenset({"rate", "irate", "increase"})
+# Functions whose result is on the same scale as their (first) vector argument.
+SCALE_KEEPING = frozenset(
+    {
+        "avg_over_time",
+        "min_over_time",
+        "max_over_time",
+        "last_over_time",
+        "quantile_over_time",
+        "abs",
+        "ceil",
+        "floor",
+        "round",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "sort",
+        "sort_desc",
+        "label_replace",
+        "label_join",
+    }
+)
+SCALE_KEEPING_AGGREGATIONS = frozenset({"avg", "min", "max", "quantile", "topk", "bottomk"})
+COMPARISONS = frozenset({"==", "!=", ">", "<", ">=", "<="})
+SET_OPS = frozenset({"and", "or", "unless"})
+ANY_VALUE_MATCHES_EMPTY = frozenset({"=~", "!~"})
+
+
+@dataclass(frozen=True, slots=True)
+class MetricFacts:
+    """What the analysis needs to know about one series name."""
+
+    name: str
+    type: str  # counter, gauge, histogram, summary, info, unknown
+    unit: str
+    labels: frozenset[str]
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRef:
+    """A label the expression names, which does not exist where it is named."""
+
+    label: str
+    context: str  # matcher, by, without, on, ignoring, group_left, group_right, label_replace...
+    available: frozenset[str]
+    metric: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CounterMisuse:
+    function: str
+    metric: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuantileMisuse:
+    reason: str
+    metric: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JoinMismatch:
+    op: str
+    lhs_only: frozenset[str]
+    rhs_only: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleMix:
+    op: str
+    lhs: str
+    rhs: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegexUse:
+    label: str
+    pattern: str
+    context: str  # matcher or label_replace
+
+
+@dataclass
+class Analysis:
+    """Everything one expression reveals, computed once per expression and catalogue."""
+
+    labels: Labels = None
+    kind: str = "vector"  # vector, matrix, scalar, string
+    type: str | None = None
+    unit: str | None = None
+    metrics: tuple[str, ...] = ()
+    missing: list[LabelRef] = field(default_factory=list)
+    counter_misuse: list[CounterMisuse] = field(default_factory=list)
+    quantile_misuse: list[QuantileMisuse] = field(default_factory=list)
+    joins: list[JoinMismatch] = field(default_factory=list)
+    scale_mixes: list[ScaleMix] = field(default_factory=list)
+    regexes: list[RegexUse] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Value:
+    kind: str
+    labels: Labels
+    type: str | None = None
+    unit: str | None = None
+    number: float | None = None
+    metric: str | None = None
+
+
+def _op(value: Any) -> str:
+    return str(value)
+
+
+# promql_parser.MatchOp as integers: Equal, NotEqual, Re, NotRe.
+_MATCH_OPS = ("=", "!=", "=~", "!~")
+
+
+def match_op(matcher: Any) -> str:
+    return _MATCH_OPS[int(matcher.op)]
+
+
+def _union(a: Labels, b: Labels) -> Labels:
+    if a is None or b is None:
+        return None
+    return a | b
+
+
+def _matches_empty(op: str, value: str) -> bool:
+    """Whether a matcher accepts a series that lacks the label (value "")."""
+    if op == "=":
+        return value == ""
+    if op == "!=":
+        return value != ""
+    import re2
+
+    try:
+        hit = re2.fullmatch(value, "") is not None
+    except Exception:  # an invalid pattern is promql/regex's finding, not ours
+        return True
+    return hit if op == "=~" else not hit
+
+
+class _Walker:
+    def __init__(self, catalogue: Mapping[str, MetricFacts]) -> None:
+        self.catalogue = catalogue
+        self.out = Analysis()
+        self.metrics: set[str] = set()
+
+    # -- leaves -------------------------------------------------------------------------
+    def selector(self, node: Any) -> _Value:
+        name = node.name or None
+        matchers = list(node.matchers.matchers)
+        if name is None:
+            for m in matchers:
+                if m.name == "__name__" and match_op(m) == "=":
+                    name = str(m.value)
+        facts = self.catalogue.get(name) if name else None
+        if name:
+            self.metrics.add(name)
+        labels: Labels = facts.labels if facts is not None else None
+        for m in matchers:
+            op = match_op(m)
+            if op in ANY_VALUE_MATCHES_EMPTY:
+                self.out.regexes.append(RegexUse(m.name, str(m.value), "matcher"))
+            if m.name == "__name__" or labels is None or m.name in labels:
+                continue
+            if _matches_empty(op, str(m.value)) and op in ("=", "=~"):
+                continue  # selecting "label absent" is legitimate
+            self.out.missing.append(LabelRef(m.name, "matcher", labels, name))
+        guessed = "counter" if name and name.endswith("_total") else None
+        return _Value(
+            "vector",
+            labels,
+            facts.type if facts else guessed,
+            facts.unit if facts else _guess_unit(name),
+            metric=name,
+        )
+
+    # -- dispatch -----------------------------------------------------------------------
+    def eval(self, node: Any) -> _Value:
+        kind = type(node).__name__
+        if kind == "VectorSelector":
+            return self.selector(node)
+        if kind == "MatrixSelector":
+            inner = self.selector(node.vector_selector)
+            return _Value("matrix", inner.labels, inner.type, inner.unit, metric=inner.metric)
+        if kind == "NumberLiteral":
+            return _Value("scalar", frozenset(), number=float(node.val))
+        if kind == "StringLiteral":
+            return _Value("string", frozenset())
+        if kind == "ParenExpr":
+            return self.eval(node.expr)
+        if kind == "UnaryExpr":
+            inner = self.eval(node.expr)
+            number = -inner.number if inner.number is not None else None
+            return _Value(inner.kind, inner.labels, "gauge", inner.unit, number, inner.metric)
+        if kind == "SubqueryExpr":
+            inner = self.eval(node.expr)
+            return _Value("matrix", inner.labels, inner.type, inner.unit, metric=inner.metric)
+        if kind == "Call":
+            return self.call(node)
+        if kind == "AggregateExpr":
+            return self.aggregate(node)
+        if kind == "BinaryExpr":
+            return self.binary(node)
+        return _Value("vector", None)
+
+    # -- functions ----------------------------------------------------------------------
+    def call(self, node: Any) -> _Value:
+        fname = str(node.func.name)
+        args = [self.eval(a) for a in node.args]
+        raw = list(node.args)
+        vec = next((a for a in args if a.kind in ("vector", "matrix")), None)
+        if fname in ("time", "pi", "scalar"):
+            return _Value("scalar", frozenset())
+        if fname == "vector":
+            return _Value("vector", frozenset(), "gauge")
+        if fname in ("absent", "absent_over_time"):
+            inner = raw[0]
+            if type(inner).__name__ == "MatrixSelector":
+                inner = inner.vector_selector
+            kept: set[str] = set()
+            if type(inner).__name__ == "VectorSelector":
+                kept = {
+                    m.name
+                    for m in inner.matchers.matchers
+                    if match_op(m) == "=" and m.name != "__name__"
+                }
+            return _Value("vector", frozenset(kept), "gauge")
+        if vec is None:
+            return _Value("vector", frozenset(), "gauge")
+        labels = vec.labels
+        if (
+            fname in COUNTER_FUNCTIONS
+            and vec.metric
+            and vec.type not in (None, "counter", "unknown", "histogram", "summary")
+        ):
+            self.out.counter_misuse.append(CounterMisuse(fname, vec.metric, vec.type))
+        if fname in ("label_replace", "label_join"):
+            strings = [getattr(a, "val", None) for a in raw[1:]]
+            dst = strings[0] if strings else None
+            sources: list[str] = []
+            if fname == "label_replace" and len(strings) >= 4:
+                sources = [s for s in strings[2:3] if s]
+                if strings[3] is not None:
+                    self.out.regexes.append(RegexUse(str(dst), str(strings[3]), "label_replace"))
+            elif fname == "label_join":
+                sources = [s for s in strings[2:] if s]
+            if labels is not None:
+                for src in sources:
+                    if src not in labels and src != "__name__":
+                        self.out.missing.append(LabelRef(src, fname, labels, vec.metric))
+            if dst:
+                labels = _union(labels, frozenset({dst}))
+            return _Value("vector", labels, vec.type, vec.unit, metric=vec.metric)
+        if fname in ("histogram_quantile", "histogram_fraction"):
+            if labels is not None and "le" not in labels:
+                self.out.quantile_misuse.append(
+                    QuantileMisuse("the argument has no `le` label", vec.metric)
+                )
+            elif vec.metric and vec.type not in (None, "histogram", "unknown", "counter"):
+                self.out.quantile_misuse.append(
+                    QuantileMisuse(f"{vec.metric} is a {vec.type}, not a histogram", vec.metric)
+                )
+            elif vec.metric and vec.type == "counter" and not vec.metric.endswith("_bucket"):
+                self.out.quantile_misuse.append(
+                    QuantileMisuse(f"{vec.metric} is not a _bucket series", vec.metric)
+                )
+            return _Value("vector", labels - {"le"} if labels is not None else None, "gauge")
+        unit = vec.unit if fname in SCALE_KEEPING else None
+        kept_type = (
+            vec.type if fname in ("label_replace", "label_join", "sort", "sort_desc") else None
+        )
+        return _Value("vector", labels, kept_type or "gauge", unit)
+
+    # -- aggregations -------------------------------------------------------------------
+    def aggregate(self, node: Any) -> _Value:
+        op = _op(node.op)
+        inner = self.eval(node.expr)
+        if node.param is not None:
+            self.eval(node.param)
+        labels = inner.labels
+        mod = node.modifier
+        grouping: list[str] = list(mod.labels) if mod is not None else []
+        without = mod is not None and "Without" in str(mod.type)
+        if labels is not None:
+            for label in grouping:
+                if label not in labels:
+                    ctx = "without" if without else "by"
+                    self.out.missing.append(LabelRef(label, ctx, labels, inner.metric))
+        if op in ("topk", "bottomk", "limitk", "limit_ratio"):
+            out: Labels = labels
+        elif without:
+            out = labels - set(grouping) if labels is not None else None
+        else:
+            out = frozenset(grouping)
+        if op == "count_values" and node.param is not None:
+            out = _union(out, frozenset({str(node.param.val)}))
+        kind_type = "counter" if op == "sum" and inner.type == "counter" else "gauge"
+        unit = inner.unit if op in SCALE_KEEPING_AGGREGATIONS else None
+        return _Value("vector", out, kind_type, unit, metric=inner.metric)
+
+    # -- binary operations --------------------------------------------------------------
+    def binary(self, node: Any) -> _Value:
+        op = _op(node.op)
+        lhs = self.eval(node.lhs)
+        rhs = self.eval(node.rhs)
+        mod = node.modifier
+        self._scale(op, lhs, rhs)
+        scalar_l = lhs.kind == "scalar"
+        scalar_r = rhs.kind == "scalar"
+        if scalar_l and scalar_r:
+            number = None
+            return _Value("scalar", frozenset(), number=number)
+        if scalar_l or scalar_r:
+            vec = rhs if scalar_l else lhs
+            unit = (
+                vec.unit if op in COMPARISONS or (op in ("*", "/") and _is_one(lhs, rhs)) else None
+            )
+            if op in ("+", "-"):
+                unit = vec.unit
+            return _Value("vector", vec.labels, "gauge", unit, metric=vec.metric)
+        matching = mod.matching if mod is not None else None
+        on = matching is not None and "Include" in str(matching.type)
+        listed = list(matching.labels) if matching is not None else []
+        card = str(mod.card) if mod is not None else "OneToOne"
+        include = list(getattr(mod, "group_labels", None) or []) if mod is not None else []
+        if op in SET_OPS:
+            card = "ManyToMany"
+        for label in listed:
+            sides = [s for s in (lhs, rhs) if s.labels is not None]
+            if on:
+                lacking = [s for s in sides if s.labels is not None and label not in s.labels]
+                if lacking and lacking[0].labels is not None:
+                    side = lacking[0]
+                    assert side.labels is not None
+                    self.out.missing.append(LabelRef(label, "on", side.labels, side.metric))
+            elif len(sides) == 2 and all(label not in (s.labels or ()) for s in sides):
+                both = (lhs.labels or frozenset()) | (rhs.labels or frozenset())
+                self.out.missing.append(LabelRef(label, "ignoring", both, lhs.metric))
+        if "ManyToOne" in card and rhs.labels is not None:
+            for label in include:
+                if label not in rhs.labels:
+                    self.out.missing.append(LabelRef(label, "group_left", rhs.labels, rhs.metric))
+        if "OneToMany" in card and lhs.labels is not None:
+            for label in include:
+                if label not in lhs.labels:
+                    self.out.missing.append(LabelRef(label, "group_right", lhs.labels, lhs.metric))
+        if not on and op != "or" and lhs.labels is not None and rhs.labels is not None:
+            key_l = lhs.labels - set(listed)
+            key_r = rhs.labels - set(listed)
+            if key_l != key_r:
+                self.out.joins.append(JoinMismatch(op, key_l - key_r, key_r - key_l))
+        if op == "or":
+            return _Value("vector", _union(lhs.labels, rhs.labels), "gauge")
+        if op in ("and", "unless"):
+            return _Value("vector", lhs.labels, lhs.type, lhs.unit, metric=lhs.metric)
+        if "OneToMany" in card:
+            base, extra = rhs, include
+        else:
+            base, extra = lhs, include if "ManyToOne" in card else []
+        labels = base.labels
+        if "OneToOne" in card and matching is not None:
+            if on:
+                labels = frozenset(listed) if labels is None else labels & set(listed)
+            elif labels is not None:
+                labels = labels - set(listed)
+        labels = _union(labels, frozenset(extra)) if extra else labels
+        unit = (
+            base.unit if op in COMPARISONS or (op in ("+", "-") and lhs.unit == rhs.unit) else None
+        )
+        return _Value("vector", labels, "gauge", unit, metric=base.metric)
+
+    def _scale(self, op: str, lhs: _Value, rhs: _Value) -> None:
+        if op not in COMPARISONS and op not in ("+", "-"):
+            return
+        units = {lhs.unit, rhs.unit}
+        if {"percent", "ratio"} <= units:
+            self.out.scale_mixes.append(ScaleMix(op, str(lhs.unit), str(rhs.unit)))
+            return
+        if op not in COMPARISONS:
+            return
+        for vec, other in ((lhs, rhs), (rhs, lhs)):
+            if other.number is None or vec.kind == "scalar":
+                continue
+            value = other.number
+            if vec.unit == "percent" and 0 < value < 1:
+                self.out.scale_mixes.append(ScaleMix(op, "percent", f"{value:g}"))
+            elif vec.unit == "ratio" and value > 1:
+                self.out.scale_mixes.append(ScaleMix(op, "ratio", f"{value:g}"))
+
+
+def _is_one(lhs: _Value, rhs: _Value) -> bool:
+    return 1.0 in (lhs.number, rhs.number)
+
+
+def _guess_unit(name: str | None) -> str | None:
+    """Scale of exporter series the catalogue does not describe (seed for open files)."""
+    if not name:
+        return None
+    if name.startswith("DCGM_FI_DEV_") and name.endswith("_UTIL"):
+        return "percent"
+    if name.startswith("DCGM_FI_PROF_") and (name.endswith("_ACTIVE") or name.endswith("_RATIO")):
+        return "ratio"
+    if name.endswith("_ratio"):
+        return "ratio"
+    if name.endswith("_percent"):
+        return "percent"
+    return None
+
+
+def analyze(expr: str, catalogue: Mapping[str, MetricFacts]) -> Analysis:
+    """Label-flow facts of one expression; raises PromQLSyntaxError if it does not parse."""
+    walker = _Walker(catalogue)
+    value = walker.eval(parse(expr))
+    result = walker.out
+    result.labels = value.labels
+    result.kind = value.kind
+    result.type = value.type
+    result.unit = value.unit
+    result.metrics = tuple(sorted(walker.metrics))
+    return result
