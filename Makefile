@@ -48,8 +48,10 @@ fmt: $(STAMP)
 golden: $(STAMP)
 	OBS_IAC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_golden.py
 
+# Render/diff scaling, then lint against promtool on the same 1,000-service fleet.
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/lint_bench.py -n 1000 --json bench/results/lint.json
 
 # obs-iac lint against promtool check rules on the 1,000-service fleet's rule files.
 bench-lint: $(STAMP)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import sysconfig
-import venv
 from pathlib import Path
 
 import pytest
+
+from tests.venvs import plugin_env as make_env
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "examples" / "plugins" / "obs-iac-infiniband"
@@ -18,24 +18,7 @@ PLUGIN = REPO / "examples" / "plugins" / "obs-iac-infiniband"
 
 @pytest.fixture(scope="module")
 def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    env = tmp_path_factory.mktemp("venv") / "env"
-    venv.EnvBuilder(with_pip=True).create(env)
-    python = env / "bin" / "python"
-    # Reuse this interpreter's installed dependencies instead of downloading them again;
-    # obs-iac and the plugin themselves are installed properly, with their entry points.
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    Path(site, "host-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    for target in (REPO, PLUGIN):
-        subprocess.run(
-            [python, "-m", "pip", "install", "-q", "--no-deps", "-e", str(target)],
-            check=True,
-        )
-    return env
+    return make_env(tmp_path_factory.mktemp("venv"), PLUGIN)
 
 
 def test_plugins_lists_the_external_pack(plugin_env: Path) -> None:
