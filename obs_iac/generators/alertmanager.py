@@ -390,7 +390,7 @@ class InhibitMatrixGenerator(Generator):
                 inhibits.setdefault(src.key, set()).add(f"{dst.name} ({edge.name})")
                 inhibited_by.setdefault(dst.key, set()).add(f"{src.name} ({edge.name})")
         for svc in sorted({a.service for a in index.alerts} | set(edges_of)):
-            alerts = [a for a in index.alerts if a.service == svc]
+            alerts = list(index.of_service(svc))
             lines += [f"## {svc}", ""]
             rows = [a for a in alerts if a.key in pairs]
             cols = sorted(
