@@ -7,7 +7,6 @@ from typing import Any
 
 from obs_iac.plan.model import AlertRule, Plan, RecordingRule, RuleGroup, ServicePlan
 
-
 _FILES: list[tuple[Plan, dict[str, set[str]]]] = []
 
 
