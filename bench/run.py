@@ -158,50 +158,57 @@ def measure_startup(tmp: Path, repeats: int) -> dict[str, float]:
 
 
 def svg_plot(results: list[dict[str, float]]) -> str:
-    """Render time and peak memory against service count (log-log), as plain SVG."""
-    width, height, left, right, top, bottom = 640, 360, 70, 70, 30, 50
-    ns = [r["services"] for r in results]
-    series = [
-        ("render (s)", [r["seconds_median"] for r in results], "#1f77b4", "left"),
-        ("peak memory (MiB)", [r["peak_mib"] for r in results], "#d62728", "right"),
-    ]
+    """Render time and peak memory against service count, one log-log panel each; the
+    dashed line is exact proportionality through the 100-service point (or the first)."""
+    width, panel, left, right, top, gap = 640, 170, 70, 30, 30, 40
+    height = top + 2 * panel + 2 * gap
+    ns = [float(r["services"]) for r in results]
 
-    def scale(values: list[float], lo_px: float, hi_px: float) -> Callable[[float], float]:
+    def log_scale(values: list[float], lo_px: float, hi_px: float) -> Callable[[float], float]:
         lo, hi = math.log10(min(values)), math.log10(max(values))
         span = (hi - lo) or 1.0
         return lambda v: lo_px + (math.log10(v) - lo) / span * (hi_px - lo_px)
 
-    x = scale([float(n) for n in ns], left, width - right)
+    x = log_scale(ns, left, width - right)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         'font-family="sans-serif" font-size="12">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" '
-        f'y2="{height - bottom}" stroke="black"/>',
-        f'<text x="{width / 2}" y="{height - 10}" text-anchor="middle">services (log scale)</text>',
     ]
-    for n in ns:
+    panels = (
+        ("render time (s)", [r["seconds_median"] for r in results], "#1f77b4", True),
+        ("peak memory (MiB)", [r["peak_mib"] for r in results], "#d62728", False),
+    )
+    for i, (label, values, colour, reference) in enumerate(panels):
+        y0 = top + i * (panel + gap)
+        bottom = y0 + panel
+        anchor_i = next((j for j, n in enumerate(ns) if n == 100), 0)
+        linear = [values[anchor_i] * n / ns[anchor_i] for n in ns]
+        y = log_scale(values + (linear if reference else []), bottom, y0)
         out.append(
-            f'<text x="{x(n):.1f}" y="{height - bottom + 16}" text-anchor="middle">{n}</text>'
+            f'<line x1="{left}" y1="{bottom}" x2="{width - right}" y2="{bottom}" stroke="black"/>'
         )
-    for label, values, colour, side in series:
-        y = scale(values, height - bottom, top)
-        points = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in zip(ns, values, strict=True))
-        out.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        out.append(f'<line x1="{left}" y1="{y0}" x2="{left}" y2="{bottom}" stroke="black"/>')
+        out.append(f'<text x="{left}" y="{y0 - 8}" fill="{colour}">{label}, log-log</text>')
+        for n in ns:
+            out.append(f'<text x="{x(n):.1f}" y="{bottom + 15}" text-anchor="middle">{n:g}</text>')
+        if reference:
+            pts = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in zip(ns, linear, strict=True))
+            out.append(
+                f'<polyline points="{pts}" fill="none" stroke="#999" stroke-dasharray="4 4"/>'
+            )
+        pts = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in zip(ns, values, strict=True))
+        out.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>')
         for n, v in zip(ns, values, strict=True):
             out.append(f'<circle cx="{x(n):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}"/>')
-            anchor, dx = ("end", -6) if side == "left" else ("start", 6)
+            text = f"{v:.0f}" if v >= 100 else f"{v:.3g}"
             out.append(
-                f'<text x="{x(n) + dx:.1f}" y="{y(v) - 6:.1f}" text-anchor="{anchor}" '
-                f'fill="{colour}">{v:.3g}</text>'
+                f'<text x="{x(n) - 6:.1f}" y="{y(v) - 8:.1f}" text-anchor="end" '
+                f'fill="{colour}">{text}</text>'
+                if n == ns[-1]
+                else f'<text x="{x(n) + 6:.1f}" y="{y(v) + 14:.1f}" fill="{colour}">{text}</text>'
             )
-        lx = left if side == "left" else width - right
-        anchor = "start" if side == "left" else "end"
-        out.append(
-            f'<text x="{lx}" y="{top - 10}" text-anchor="{anchor}" fill="{colour}">'
-            f"{label}, log scale</text>"
-        )
-    out.append("</svg>")
+    out.append(f'<text x="{width / 2}" y="{height - 6}" text-anchor="middle">services</text></svg>')
     return "\n".join(out) + "\n"
 
 
