@@ -105,9 +105,10 @@ class AlertmanagerGenerator(Generator):
         if not plan.inhibit_edges:
             text += " []\n"
         else:
-            text += "\n"
-            for edge in plan.inhibit_edges:
-                text += _edge_comment(edge) + dump_yaml([rule_dict(edge, named)])
+            text += "\n" + "".join(
+                _edge_comment(edge) + dump_yaml([rule_dict(edge, named)])
+                for edge in plan.inhibit_edges
+            )
         yield Artifact(
             conventions.ALERTMANAGER_INHIBIT_RULES, "text", text, self.name, sources, header=False
         )
@@ -331,11 +332,13 @@ class AlertmanagerOperatorGenerator(Generator):
                 "labels": {"app.kubernetes.io/managed-by": "obs-iac"},
             },
         }
-        text += dump_yaml(body) + "spec:\n  inhibitRules:\n"
+        parts = [text, dump_yaml(body), "spec:\n  inhibitRules:\n"]
+        # One join at the end: appending to a growing string is quadratic at fleet size.
         for edge, why in global_edges:
-            text += f"  # {edge.name}: {why}\n"
+            parts.append(f"  # {edge.name}: {why}\n")
             item = dump_yaml([_op_rule(edge)])
-            text += "".join(f"  {line}\n" for line in item.splitlines())
+            parts.extend(f"  {line}\n" for line in item.splitlines())
+        text = "".join(parts)
         yield Artifact(
             conventions.ALERTMANAGER_GLOBAL_INHIBIT_CRD,
             "text",
@@ -390,7 +393,7 @@ class InhibitMatrixGenerator(Generator):
                 inhibits.setdefault(src.key, set()).add(f"{dst.name} ({edge.name})")
                 inhibited_by.setdefault(dst.key, set()).add(f"{src.name} ({edge.name})")
         for svc in sorted({a.service for a in index.alerts} | set(edges_of)):
-            alerts = [a for a in index.alerts if a.service == svc]
+            alerts = list(index.of_service(svc))
             lines += [f"## {svc}", ""]
             rows = [a for a in alerts if a.key in pairs]
             cols = sorted(

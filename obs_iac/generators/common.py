@@ -7,10 +7,19 @@ from typing import Any
 
 from obs_iac.plan.model import AlertRule, Plan, RecordingRule, RuleGroup, ServicePlan
 
+_FILES: list[tuple[Plan, dict[str, set[str]]]] = []
+
 
 def sources_of(plan: Plan, services: Iterable[str]) -> tuple[str, ...]:
-    wanted = set(services)
-    return tuple(sorted({s.source.file for s in plan.services if s.name in wanted}))
+    # Generators ask once per service; a scan of the fleet each time would be quadratic.
+    # The plan is frozen, so the last plan's name -> file map is kept (one slot).
+    if not _FILES or _FILES[0][0] is not plan:
+        files: dict[str, set[str]] = {}
+        for s in plan.services:
+            files.setdefault(s.name, set()).add(s.source.file)
+        _FILES[:] = [(plan, files)]
+    files = _FILES[0][1]
+    return tuple(sorted({f for name in set(services) for f in files.get(name, ())}))
 
 
 def groups_by_service(plan: Plan) -> dict[str, list[RuleGroup]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from obs_iac.diagnostics import Diagnostic, Location, Severity
 from obs_iac.packs.inhibit.analysis import AlertIndex, AlertInfo
@@ -33,15 +33,27 @@ def _path(edge: InhibitEdge) -> tuple[str, ...]:
     return (edge.service or "(fleet-wide)", "inhibit", edge.name)
 
 
+_SUPPRESSIONS: list[tuple[Plan, dict[str, list[Any]]]] = []
+
+
+def _suppressions(plan: Plan) -> dict[str, list[Any]]:
+    """Suppress entries by service name, built once per plan (every rule asks per edge)."""
+    if not _SUPPRESSIONS or _SUPPRESSIONS[0][0] is not plan:
+        by_service: dict[str, list[Any]] = {}
+        for svc in plan.services:
+            by_service.setdefault(svc.name, []).extend(svc.suppressions)
+        _SUPPRESSIONS[:] = [(plan, by_service)]
+    return _SUPPRESSIONS[0][1]
+
+
 def _suppressed(plan: Plan, edge: InhibitEdge, code: str) -> bool:
     """A service's ``suppress`` entry for this code, for every edge or this edge's name."""
-    for svc in plan.services:
-        if svc.name != edge.service:
-            continue
-        for sup in svc.suppressions:
-            if sup.get("code") == code and sup.get("target") in (None, edge.name):
-                return True
-    return False
+    if edge.service is None:
+        return False
+    return any(
+        sup.get("code") == code and sup.get("target") in (None, edge.name)
+        for sup in _suppressions(plan).get(edge.service, ())
+    )
 
 
 def _names(alerts: Iterable[AlertInfo]) -> str:
