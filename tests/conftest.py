@@ -148,3 +148,20 @@ def rendered(gitops: Path) -> Path:
     result = _run_in_process(["render"], gitops)
     assert result.exit_code == 0, result.output
     return gitops
+
+
+GOLDEN = Path(__file__).parent / "golden"
+# The "examples" case is this repository itself: blueprints/ in, the committed
+# generated/ out. A copy under tests/golden would only be state to keep in sync.
+GOLDEN_CASES = (
+    "examples",
+    *sorted(p.name for p in GOLDEN.iterdir() if (p / "blueprints").is_dir()),
+)
+
+
+def golden_blueprints(case: str) -> Path:
+    return REPO / "blueprints" if case == "examples" else GOLDEN / case / "blueprints"
+
+
+def golden_expected(case: str) -> Path:
+    return REPO / "generated" if case == "examples" else GOLDEN / case / "expected"

@@ -13,7 +13,7 @@ import yaml
 from obs_iac import pipeline
 from obs_iac.catalog import dcgm
 from obs_iac.promql import referenced_metrics
-from tests.conftest import PYPROJECT, REPO
+from tests.conftest import GOLDEN_CASES, PYPROJECT, REPO, golden_blueprints
 
 GOLDEN = Path(__file__).parent / "golden"
 REFERENCE_CSV = REPO.parent / "shared/reference/dcgm_fields.csv"
@@ -73,7 +73,7 @@ def test_exporter_help_never_breaks_the_csv() -> None:
 
 def _render(case: str, tmp_path: Path) -> pipeline.Render:
     repo = tmp_path / case
-    shutil.copytree(GOLDEN / case / "blueprints", repo / "blueprints")
+    shutil.copytree(golden_blueprints(case), repo / "blueprints")
     config = GOLDEN / case / "pyproject.toml"
     if config.is_file():
         shutil.copy(config, repo / "pyproject.toml")
@@ -82,7 +82,7 @@ def _render(case: str, tmp_path: Path) -> pipeline.Render:
     return pipeline.render(pipeline.open_workspace(repo))
 
 
-CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "blueprints").is_dir())
+CASES = GOLDEN_CASES
 
 
 def _collectors(text: str) -> list[list[str]]:

@@ -13,33 +13,24 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import PYPROJECT, REPO, RunCli, tree_bytes
+from tests.conftest import (
+    GOLDEN,
+    GOLDEN_CASES,
+    PYPROJECT,
+    RunCli,
+    golden_blueprints,
+    golden_expected,
+    tree_bytes,
+)
 
-GOLDEN = Path(__file__).parent / "golden"
-CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "blueprints").is_dir())
+CASES = GOLDEN_CASES
 UPDATE = os.environ.get("OBS_IAC_UPDATE_GOLDEN") == "1"
 
 
-def _python_files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*.py")}
-
-
-def test_examples_case_is_a_copy_of_the_repo_blueprints() -> None:
-    copy = GOLDEN / "examples" / "blueprints"
-    if UPDATE:
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(REPO / "blueprints", copy)
-    assert _python_files(copy) == _python_files(REPO / "blueprints"), (
-        "blueprints/ changed; run `make golden` to refresh tests/golden/examples"
-    )
-
-
 def _render_case(case: str, tmp_path: Path, run_cli: RunCli) -> Path:
-    if case == "examples" and UPDATE:
-        test_examples_case_is_a_copy_of_the_repo_blueprints()
     src = GOLDEN / case
     repo = tmp_path / case
-    shutil.copytree(src / "blueprints", repo / "blueprints")
+    shutil.copytree(golden_blueprints(case), repo / "blueprints")
     if (src / "pyproject.toml").is_file():
         shutil.copy(src / "pyproject.toml", repo / "pyproject.toml")
     else:
@@ -56,7 +47,9 @@ def test_cases_exist() -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_golden(case: str, tmp_path: Path, run_cli: RunCli) -> None:
     out = _render_case(case, tmp_path, run_cli)
-    expected = GOLDEN / case / "expected"
+    expected = golden_expected(case)
+    if UPDATE and case == "examples":
+        return  # generated/ is the examples' golden tree; `make render` refreshes it
     if UPDATE:
         shutil.rmtree(expected, ignore_errors=True)
         shutil.copytree(out, expected)
@@ -69,7 +62,7 @@ def test_golden(case: str, tmp_path: Path, run_cli: RunCli) -> None:
 
 
 def _rules(case: str, service: str) -> list[dict[str, object]]:
-    path = GOLDEN / case / "expected/prometheus/rules" / f"{service}.rules.yml"
+    path = golden_expected(case) / "prometheus/rules" / f"{service}.rules.yml"
     data = yaml.safe_load(path.read_text())
     return [r for g in data["groups"] for r in g["rules"]]
 

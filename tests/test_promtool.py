@@ -16,7 +16,7 @@ import yaml
 
 from obs_iac import pipeline
 from obs_iac.render.writer import write
-from tests.conftest import REPO, make_repo
+from tests.conftest import REPO, golden_blueprints, make_repo
 from tests.tools import require_tool
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -38,7 +38,7 @@ def _promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProces
 def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh render of every promtool-compatible golden case, in one repo."""
     root = tmp_path_factory.mktemp("fresh")
-    repo = make_repo(root / "repo", GOLDEN / "examples" / "blueprints")
+    repo = make_repo(root / "repo", golden_blueprints("examples"))
     for case in PROMTOOL_CASES[1:]:
         for blueprint in (GOLDEN / case / "blueprints").glob("*.py"):
             shutil.copy(blueprint, repo / "blueprints" / blueprint.name)
