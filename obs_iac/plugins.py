@@ -43,6 +43,13 @@ LINT_RULES = "obs_iac.lint_rules"
 GROUPS = (PACKS, GENERATORS, LINT_RULES)
 
 Kind = Literal["pack", "generator", "lint-rule"]
+
+# How much of the fleet a generator or lint rule needs to see at once; see docs/plugins.md
+# ("Scope"). Narrower scopes let obs-iac run the plugin per service, in parallel, and
+# from the incremental cache. The default is the widest, so a plugin that says nothing
+# is always correct, only slower.
+GeneratorScope = Literal["service", "fleet"]
+LintScope = Literal["service", "plan", "fleet"]
 KIND_BY_GROUP: dict[str, Kind] = {PACKS: "pack", GENERATORS: "generator", LINT_RULES: "lint-rule"}
 
 
@@ -144,12 +151,22 @@ class GeneratorContext:
 
 
 class Generator:
-    """A backend: plan -> artifacts. Never writes files, never reads the clock."""
+    """A backend: plan -> artifacts. Never writes files, never reads the clock.
+
+    ``scope = "fleet"`` (the default): ``generate`` is called once with the whole plan.
+    ``scope = "service"``: ``generate`` is called once per service with that service's
+    shard (``plan.services`` holds exactly one service, the other collections only what
+    the packs produced for it, ``plan.metrics`` the whole fleet's catalogue), in any
+    order, in any process, or not at all when the incremental cache already holds the
+    result. Files that need the whole fleet come from the optional
+    ``generate_fleet(plan, ctx)``, called once with the whole plan.
+    """
 
     name: ClassVar[str]
     api_version: ClassVar[int] = API_VERSION
     config_model: ClassVar[type[BaseModel]] = NoConfig
     description: ClassVar[str] = ""
+    scope: ClassVar[GeneratorScope] = "fleet"
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterable[Artifact]:
         raise NotImplementedError
@@ -165,13 +182,22 @@ class LintContext:
 
 
 class LintRule:
-    """A check over the plan and the artifacts together."""
+    """A check over the plan and the artifacts together.
+
+    ``scope = "fleet"`` (the default): ``check`` sees the whole plan and every artifact.
+    ``scope = "plan"``: the whole plan, and only the artifacts of fleet-scope generators
+    (and ``generate_fleet``): for checks across services that read the plan.
+    ``scope = "service"``: called once per service shard (see ``Generator``) with that
+    service's artifacts, and once more with the fleet shard (no service; the fleet-level
+    artifacts); the findings of all calls together must equal one call on everything.
+    """
 
     code: ClassVar[str]
     api_version: ClassVar[int] = API_VERSION
     default_severity: ClassVar[Severity] = Severity.ERROR
     config_model: ClassVar[type[BaseModel]] = NoConfig
     description: ClassVar[str] = ""
+    scope: ClassVar[LintScope] = "fleet"
 
     @property
     def name(self) -> str:

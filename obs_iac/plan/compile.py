@@ -267,41 +267,59 @@ def _annotate_objective(total: Contribution, svc: ServiceBlueprint) -> None:
         total.rule_groups[index] = group.model_copy(update={"rules": rules})
 
 
-def assemble(
-    services: list[ServiceBlueprint],
-    contributions: list[Contribution],
+def fleet_catalogue(
+    contributions: Iterable[Contribution],
     plugins: PluginSet,
     contexts: dict[str, PackContext],
-    repo: RepoConfig,
-) -> Plan:
+) -> tuple[MetricSpec, ...]:
+    """Every series the fleet knows: the packs' own catalogues plus what each service's
+    expansion declared. Shards share it, so a query is checked against the same
+    catalogue whether it is linted alone or with the whole fleet."""
+    specs: list[MetricSpec] = []
+    for pack in plugins.packs:
+        specs.extend(pack.obj.metrics(contexts[pack.name]))
+    for part in contributions:
+        specs.extend(part.metrics)
+    return _merge_metrics(specs)
+
+
+def _check_contributions(contributions: Iterable[Contribution]) -> None:
     diagnostics = [d for c in contributions for d in c.diagnostics]
     if any(d.severity is Severity.ERROR for d in diagnostics):
         raise InputError(diagnostics)
+
+
+def service_plan(s: ServiceBlueprint) -> ServicePlan:
+    return ServicePlan(
+        name=s.service.name,
+        team=s.service.team,
+        sla_id=s.service.sla_id,
+        objective=s.service.objective,
+        runbook_base_url=s.service.runbook_base_url,
+        source=s.source,
+        gpu=s.service.gpu.model_dump(mode="json"),
+        sections={k: v.model_dump(mode="json") for k, v in sorted(s.sections.items())},
+        suppressions=tuple(x.model_dump(mode="json") for x in s.service.suppress),
+        acknowledgements=tuple(x.model_dump(mode="json") for x in s.service.acknowledge),
+    )
+
+
+def assemble_plan(
+    services: Iterable[ServicePlan],
+    contributions: Iterable[Contribution],
+    catalogue: tuple[MetricSpec, ...],
+    repo: RepoConfig,
+) -> Plan:
+    """The plan of some services: the whole fleet, one service's shard, or (no services)
+    the fleet shard. Always with the whole fleet's catalogue."""
     merged = Contribution()
-    for pack in plugins.packs:
-        merged.metrics.extend(pack.obj.metrics(contexts[pack.name]))
     for part in contributions:
         merged.extend(part)
-    service_plans = tuple(
-        ServicePlan(
-            name=s.service.name,
-            team=s.service.team,
-            sla_id=s.service.sla_id,
-            objective=s.service.objective,
-            runbook_base_url=s.service.runbook_base_url,
-            source=s.source,
-            gpu=s.service.gpu.model_dump(mode="json"),
-            sections={k: v.model_dump(mode="json") for k, v in sorted(s.sections.items())},
-            suppressions=tuple(x.model_dump(mode="json") for x in s.service.suppress),
-            acknowledgements=tuple(x.model_dump(mode="json") for x in s.service.acknowledge),
-        )
-        for s in services
-    )
     return Plan(
         naming=repo.naming,
         evaluation_interval=repo.evaluation_interval,
-        services=service_plans,
-        metrics=_merge_metrics(merged.metrics),
+        services=tuple(sorted(services, key=lambda s: s.name)),
+        metrics=catalogue,
         rule_groups=tuple(sorted(merged.rule_groups, key=lambda g: (g.service, g.name))),
         relabel_sets=tuple(sorted(merged.relabel_sets, key=lambda r: (r.service, r.source))),
         collector_sets=tuple(sorted(merged.collector_sets, key=lambda c: c.service)),
@@ -312,9 +330,44 @@ def assemble(
     )
 
 
-def compile_plan(loaded: LoadedBlueprints, plugins: PluginSet, repo: RepoConfig) -> Plan:
+def assemble(
+    services: list[ServiceBlueprint],
+    contributions: list[Contribution],
+    plugins: PluginSet,
+    contexts: dict[str, PackContext],
+    repo: RepoConfig,
+) -> Plan:
+    _check_contributions(contributions)
+    catalogue = fleet_catalogue(contributions, plugins, contexts)
+    return assemble_plan(map(service_plan, services), contributions, catalogue, repo)
+
+
+@dataclass(frozen=True)
+class CompiledFleet:
+    """The plan and what it was assembled from, so it can be cut into shards: one per
+    service (what its packs produced) and the fleet shard (no service)."""
+
+    plan: Plan
+    contributions: tuple[Contribution, ...]  # in the order of plan.services
+    repo: RepoConfig
+
+    def shard(self, index: int | None) -> Plan:
+        """Service ``index``'s shard, or the fleet shard for None."""
+        if index is None:
+            return assemble_plan((), (), self.plan.metrics, self.repo)
+        return assemble_plan(
+            (self.plan.services[index],), (self.contributions[index],), self.plan.metrics, self.repo
+        )
+
+
+def compile_fleet(loaded: LoadedBlueprints, plugins: PluginSet, repo: RepoConfig) -> CompiledFleet:
     naming = LabelNaming(repo.naming)
     services = validate_services(loaded, plugins)
     contexts = pack_contexts(plugins, repo, naming)
     contributions = [expand_service(s, plugins, contexts) for s in services]
-    return assemble(services, contributions, plugins, contexts, repo)
+    plan = assemble(services, contributions, plugins, contexts, repo)
+    return CompiledFleet(plan, tuple(contributions), repo)
+
+
+def compile_plan(loaded: LoadedBlueprints, plugins: PluginSet, repo: RepoConfig) -> Plan:
+    return compile_fleet(loaded, plugins, repo).plan
