@@ -93,21 +93,40 @@ def _root() -> Path:
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes to render with (default: every core, or $OBS_IAC_JOBS); the output is "
+    "the same for any number.",
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Recompute every service instead of reusing the cache (.obs-iac-cache/, or "
+    "$OBS_IAC_CACHE_DIR).",
+)
 @guarded
-def render(check: bool, fmt: str) -> None:
+def render(check: bool, fmt: str, jobs: int | None, no_cache: bool) -> None:
     """Render every blueprint into the output folder (atomically; only owned files)."""
+    from obs_iac.engine.run import run
     from obs_iac.pipeline import open_workspace
-    from obs_iac.pipeline import render as do_render
-    from obs_iac.render.writer import compare, write
+    from obs_iac.render.writer import commit, discard_all, drift_of
 
     ws = open_workspace(_root())
-    result = do_render(ws)
+    result = run(
+        ws,
+        mode="check" if check else "write",
+        jobs=jobs,
+        use_cache=not no_cache,
+    )
     # Informational findings belong to `obs-iac lint`; render speaks up for problems only.
     _report([f for f in result.findings if f.severity.label != "info"], fmt, ws.root)
     blocking = [f for f in result.findings if f.severity.label == "error"]
     out = ws.output
     if check:
-        drift = compare(out, result.files)
+        drift = drift_of(out, result.records)
         if fmt == "json":
             click.echo(
                 json.dumps(
@@ -130,17 +149,20 @@ def render(check: bool, fmt: str) -> None:
             )
             sys.exit(EXIT_FINDINGS)
         if fmt == "text":
-            click.echo(f"{ws.config.output}/ is up to date ({len(result.files)} files).", err=True)
+            click.echo(
+                f"{ws.config.output}/ is up to date ({len(result.records)} files).", err=True
+            )
         sys.exit(EXIT_FINDINGS if blocking else EXIT_OK)
     if blocking:
+        discard_all(out, result.output_existed)
         click.echo("not written: fix the errors above first", err=True)
         sys.exit(EXIT_FINDINGS)
-    drift = write(out, result.files)
+    drift = commit(out, result.records, result.staged)
     n_add, n_chg, n_rm = len(drift.added), len(drift.changed), len(drift.removed)
     click.echo(
         f"rendered {len(result.plan.services)} services into {ws.config.output}/: "
         f"{n_add} added, {n_chg} changed, {n_rm} removed, "
-        f"{len(result.files) - n_add - n_chg} unchanged",
+        f"{len(result.records) - n_add - n_chg} unchanged",
         err=True,
     )
 

@@ -27,9 +27,9 @@ from obs_iac.plugins import (
     LintContext,
     LoadedPlugin,
     PluginSet,
-    discover,
     plugin_settings,
 )
+from obs_iac.plugins import discover as discover  # re-exported: tests and the engine patch it here
 from obs_iac.render.artifact import Artifact
 from obs_iac.render.serialize import serialize
 
@@ -119,6 +119,11 @@ def generate(ws: Workspace, plan: Plan, plugins: PluginSet) -> tuple[Artifact, .
         ctx = GeneratorContext(naming=ws.naming, repo=ws.config, settings=settings, inputs=inputs)
         try:
             produced = list(gen.obj.generate(plan, ctx))
+            fleet_part = getattr(gen.obj, "generate_fleet", None)
+            if getattr(gen.obj, "scope", "fleet") == "service" and fleet_part is not None:
+                # The whole plan in one call: the per-service part for every service,
+                # then the fleet-level files (see Generator.scope).
+                produced.extend(fleet_part(plan, ctx))
         except (InputError, PluginError):
             raise
         except Exception as exc:

@@ -14,6 +14,7 @@ import pytest
 
 from obs_iac import pipeline, plugins
 from obs_iac.blueprint.models import CORE_FIELDS
+from obs_iac.engine import run as engine_run
 from tests.conftest import CliResult, RunCli
 
 BUILTINS = {
@@ -159,7 +160,7 @@ def test_internal_error_is_exit_3_with_traceback_only_under_debug(
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise KeyError("oops")
 
-    monkeypatch.setattr(pipeline, "render", boom)
+    monkeypatch.setattr(engine_run, "run", boom)
     plain = run_cli(["render"], gitops)
     assert plain.exit_code == 3
     assert "internal error: KeyError: 'oops'" in plain.stderr

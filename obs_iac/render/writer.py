@@ -12,15 +12,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from obs_iac import conventions
 from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
+
+if TYPE_CHECKING:
+    from obs_iac.engine.run import FileRecord
 
 
 @dataclass(frozen=True)
@@ -76,9 +81,13 @@ def read_manifest(out: Path) -> dict[str, str]:
 
 
 def manifest_bytes(files: Mapping[str, bytes]) -> bytes:
+    return manifest_from_digests({p: _digest(data) for p, data in files.items()})
+
+
+def manifest_from_digests(digests: Mapping[str, str]) -> bytes:
     payload = {
         "comment": "Files owned by obs-iac. Do not edit.",
-        "files": {p: _digest(files[p]) for p in sorted(files)},
+        "files": {p: digests[p] for p in sorted(digests)},
         "version": 1,
     }
     return (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode()
@@ -102,6 +111,22 @@ def compare(out: Path, files: Mapping[str, bytes]) -> Drift:
     if stale_manifest and not (added or changed or removed):
         changed.append(conventions.MANIFEST)
     return Drift(tuple(added), tuple(changed), tuple(removed), tuple(conflicts))
+
+
+def _foreign(out: Path, paths: Iterable[str]) -> InputError:
+    return InputError(
+        [
+            Diagnostic(
+                "output/foreign-file",
+                Severity.ERROR,
+                f"{p} exists, differs from what obs-iac would write, and obs-iac does not own it",
+                hint="move the file away or delete it; obs-iac never overwrites files it did "
+                "not write",
+                location=Location(str(out / p)),
+            )
+            for p in paths
+        ]
+    )
 
 
 def _stage(path: Path, data: bytes) -> None:
@@ -150,20 +175,7 @@ def write(out: Path, files: Mapping[str, bytes], force_adopt: bool = False) -> D
     recover(out)
     drift = compare(out, files)
     if drift.foreign_conflicts and not force_adopt:
-        raise InputError(
-            [
-                Diagnostic(
-                    "output/foreign-file",
-                    Severity.ERROR,
-                    f"{p} exists, differs from what obs-iac would write, and obs-iac does "
-                    "not own it",
-                    hint="move the file away or delete it; obs-iac never overwrites files it "
-                    "did not write",
-                    location=Location(str(out / p)),
-                )
-                for p in drift.foreign_conflicts
-            ]
-        )
+        raise _foreign(out, drift.foreign_conflicts)
     if drift.clean:
         return drift
     replace = sorted(set(drift.added) | set(drift.changed) - {conventions.MANIFEST})
@@ -176,6 +188,83 @@ def write(out: Path, files: Mapping[str, bytes], force_adopt: bool = False) -> D
     # fleet scale): the staged data must be durable before the journal commits to it.
     os.sync()
     # The commit point: once the journal exists, the new tree is what recovery produces.
+    os.replace(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), out / conventions.JOURNAL)
+    _apply(out, journal)
+    (out / conventions.JOURNAL).unlink()
+    return drift
+
+
+# -- the engine's path: files were compared and staged by the shards -----------------------
+
+
+def drift_of(out: Path, records: Iterable[FileRecord]) -> Drift:
+    """The drift the engine's file records describe (same rules as compare())."""
+    owned = read_manifest(out)
+    added: list[str] = []
+    changed: list[str] = []
+    conflicts: list[str] = []
+    digests: dict[str, str] = {}
+    for record in sorted(records, key=lambda r: r.path):
+        digests[record.path] = record.digest
+        if record.state in ("new", "adopt"):
+            added.append(record.path)
+        elif record.state == "changed":
+            changed.append(record.path)
+        elif record.state == "foreign":
+            conflicts.append(record.path)
+    removed = sorted(p for p in owned if p not in digests and (out / p).exists())
+    manifest = out / conventions.MANIFEST
+    stale_manifest = owned and manifest.read_bytes() != manifest_from_digests(digests)
+    if stale_manifest and not (added or changed or removed):
+        changed.append(conventions.MANIFEST)
+    return Drift(tuple(added), tuple(changed), tuple(removed), tuple(conflicts))
+
+
+def discard(out: Path, staged: Iterable[str]) -> None:
+    """Removes staged files, and the folders staging created, so that a render that is not
+    committed leaves the output folder as it found it."""
+    for rel in staged:
+        target = out / (rel + conventions.TMP_SUFFIX)
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        with contextlib.suppress(OSError):
+            _prune_empty_dirs(out, target.parent)
+
+
+def discard_all(out: Path, existed: bool) -> None:
+    """discard() for every staged file, known or not (a render that failed midway)."""
+    if not out.is_dir():
+        return
+    discard(
+        out,
+        [
+            str(p.relative_to(out))[: -len(conventions.TMP_SUFFIX)]
+            for p in out.rglob(f"*{conventions.TMP_SUFFIX}")
+        ],
+    )
+    if not existed and not any(out.iterdir()):
+        out.rmdir()
+
+
+def commit(
+    out: Path, records: Iterable[FileRecord], staged: Iterable[str], force_adopt: bool = False
+) -> Drift:
+    """Swaps in what the engine staged, with the same journal as write()."""
+    records = list(records)
+    staged = list(staged)
+    drift = drift_of(out, records)
+    if drift.foreign_conflicts and not force_adopt:
+        discard(out, staged)
+        raise _foreign(out, drift.foreign_conflicts)
+    if drift.clean:
+        discard(out, staged)
+        return drift
+    digests = {r.path: r.digest for r in records}
+    replace = sorted(set(staged))
+    _stage(out / (conventions.MANIFEST + conventions.TMP_SUFFIX), manifest_from_digests(digests))
+    journal = {"remove": list(drift.removed), "replace": replace}
+    _stage(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), json.dumps(journal).encode())
+    os.sync()
     os.replace(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), out / conventions.JOURNAL)
     _apply(out, journal)
     (out / conventions.JOURNAL).unlink()

@@ -1,0 +1,639 @@
+"""The render engine: load, expand, assemble, then render every service's shard and the
+fleet-level files, in a process pool and from the cache.
+
+Stages and their unit of work:
+
+1. load and validate every blueprint (main process; cross-service checks need them all);
+2. expand each service through the packs: per service, cached by expansion key;
+3. assemble the plan and the fleet's metric catalogue (main process);
+4. render each service's shard (service-scope generators, serialisation, service-scope
+   lint rules, and the comparison with the output folder): per service, cached by shard
+   key; meanwhile the main process renders the fleet-level files and runs the lint rules
+   that need the whole plan;
+5. the caller commits: writer.commit() renames what step 4 staged.
+
+The result is the same whatever the number of processes and whatever the cache holds:
+shards are independent, every collection is sorted before it is returned, and tests
+compare the engine against the in-process pipeline (obs_iac.pipeline.render).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import multiprocessing
+import os
+import pickle
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from obs_iac import conventions
+from obs_iac.diagnostics import Diagnostic, InputError, ObsIacError, PluginError, Severity
+from obs_iac.engine.cache import Cache, cache_root
+from obs_iac.engine.keys import (
+    base_key,
+    catalogue_key,
+    digest,
+    expansion_key,
+    shard_key,
+)
+from obs_iac.lint.suppress import apply as apply_suppressions
+from obs_iac.load import load_blueprints
+from obs_iac.plan.compile import (
+    ServiceBlueprint,
+    _check_contributions,
+    assemble_plan,
+    expand_service,
+    fleet_catalogue,
+    pack_contexts,
+    service_plan,
+    validate_services,
+)
+from obs_iac.plan.model import MetricSpec, Plan, ServicePlan
+from obs_iac.plugins import (
+    Contribution,
+    GeneratorContext,
+    LintContext,
+    LoadedPlugin,
+    PackContext,
+    PluginSet,
+    plugin_settings,
+)
+from obs_iac.render.artifact import Artifact
+from obs_iac.render.serialize import serialize
+from obs_iac.render.writer import discard_all
+
+Mode = Literal["write", "check", "collect"]
+FileState = Literal["same", "adopt", "new", "changed", "foreign"]
+JOBS_ENV = "OBS_IAC_JOBS"
+# Below this many services a pool costs more (fork, pickling) than it saves.
+MIN_SHARDS_PER_WORKER = 8
+
+
+class Progress:
+    """What the engine reports; obs_iac.progress draws it on a terminal."""
+
+    def phase(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    digest: str
+    generator: str
+    state: FileState  # against the output folder as it was when the render started
+
+
+@dataclass(frozen=True)
+class ShardOutput:
+    """One shard's rendered files and findings: what the cache stores."""
+
+    files: tuple[tuple[str, str, bytes], ...]  # (path, generator, bytes)
+    findings: tuple[Diagnostic, ...]
+    problems: tuple[Diagnostic, ...]
+    artifacts: tuple[Artifact, ...] | None  # only when a fleet-scope lint rule needs them
+
+
+@dataclass(frozen=True)
+class EngineResult:
+    plan: Plan
+    records: tuple[FileRecord, ...]  # sorted by path
+    findings: tuple[Diagnostic, ...]
+    files: dict[str, bytes] | None  # mode "collect" only
+    staged: tuple[str, ...]  # mode "write": what sits next to its target, to be committed
+    jobs: int
+    output_existed: bool = True  # for discard_all(), when the caller does not commit
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+
+@dataclass
+class _Settled:
+    records: list[FileRecord] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+    staged: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _State:
+    """What every shard needs; set before the pool forks, so workers inherit it."""
+
+    plugins: PluginSet
+    services: list[ServiceBlueprint]
+    pack_ctx: dict[str, PackContext]
+    expansion_keys: list[str]
+    cache: Cache | None
+    out: Path
+    owned: dict[str, str]
+    mode: Mode
+    force_adopt: bool
+    service_plans: list[ServicePlan] = field(default_factory=list)
+    contributions: list[Contribution] = field(default_factory=list)
+    catalogue: tuple[MetricSpec, ...] = ()
+    repo: Any = None
+    generators: list[tuple[LoadedPlugin, GeneratorContext]] = field(default_factory=list)
+    service_rules: list[tuple[LoadedPlugin, LintContext]] = field(default_factory=list)
+    shard_keys: list[str] = field(default_factory=list)
+    keep_artifacts: bool = False
+
+
+_STATE: _State | None = None
+T = TypeVar("T")
+
+
+def default_jobs() -> int:
+    env = os.environ.get(JOBS_ENV, "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _scope(plugin: LoadedPlugin) -> str:
+    return str(getattr(plugin.obj, "scope", "fleet"))
+
+
+class WorkerTraceback(Exception):
+    """A traceback from a pool worker, as text (--debug prints it as the cause)."""
+
+
+def _crash(plugin: LoadedPlugin, what: str, exc: Exception) -> PluginError:
+    kind = "lint rule" if plugin.kind == "lint-rule" else plugin.kind
+    return PluginError(
+        [
+            Diagnostic(
+                "plugin/crash",
+                Severity.ERROR,
+                f"{what} failed: {type(exc).__name__}: {exc}",
+                hint=f"this is a bug in the {kind}; rerun with --debug for the traceback and "
+                f"report it to {plugin.distribution}",
+                origin=plugin.entry_point,
+            )
+        ]
+    )
+
+
+def _error_payload(exc: ObsIacError) -> tuple[str, str, tuple[Diagnostic, ...], str]:
+    cause = exc.__cause__
+    text = "".join(traceback.format_exception(cause)) if cause is not None else ""
+    return ("error", type(exc).__name__, tuple(exc.diagnostics), text)
+
+
+def _call(plugin: LoadedPlugin, what: str, fn: Callable[..., Iterable[T]], *args: Any) -> list[T]:
+    try:
+        return list(fn(*args))
+    except ObsIacError:
+        raise
+    except Exception as exc:
+        raise _crash(plugin, what, exc) from exc
+
+
+def _checked_paths(gen: LoadedPlugin, produced: list[Artifact]) -> list[Diagnostic]:
+    return [
+        Diagnostic(
+            "plugin/bad-path",
+            Severity.ERROR,
+            f"generator {gen.name!r} returned the path {art.path!r}, which is outside its "
+            "output folder",
+            hint=f"report it to {gen.distribution}; artifact paths must be relative and stay "
+            "inside the output folder",
+            origin=gen.entry_point,
+        )
+        for art in produced
+        if not conventions.is_safe_relative(art.path)
+    ]
+
+
+def _settle(state: _State, path: str, generator: str, data: bytes, settled: _Settled) -> None:
+    """Compares one file with the output folder and, when writing, stages it."""
+    target = state.out / path
+    try:
+        current = target.read_bytes() if target.is_file() else None
+    except OSError:
+        current = None
+    owned = path in state.owned
+    if current is None:
+        file_state: FileState = "new"
+    elif current == data:
+        file_state = "same" if owned else "adopt"
+    else:
+        file_state = "changed" if owned else "foreign"
+    settled.records.append(
+        FileRecord(path, hashlib.sha256(data).hexdigest(), generator, file_state)
+    )
+    if state.mode == "collect":
+        settled.files[path] = data
+    elif state.mode == "write" and (
+        file_state in ("new", "changed") or (file_state == "foreign" and state.force_adopt)
+    ):
+        staged = state.out / (path + conventions.TMP_SUFFIX)
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        staged.write_bytes(data)
+        settled.staged.append(path)
+
+
+# -- stage 2: expansion ------------------------------------------------------------------
+
+
+def _expand(index: int) -> tuple[int, bytes]:
+    state = _STATE
+    assert state is not None
+    svc = state.services[index]
+    try:
+        contribution = expand_service(svc, state.plugins, state.pack_ctx)
+    except ObsIacError as exc:
+        return index, pickle.dumps(_error_payload(exc))
+    data = pickle.dumps(("ok", contribution), protocol=pickle.HIGHEST_PROTOCOL)
+    if state.cache is not None and not contribution.diagnostics:
+        state.cache.put("expand", state.expansion_keys[index], data)
+    return index, data
+
+
+# -- stage 4: shards ---------------------------------------------------------------------
+
+
+def _render_shard(state: _State, index: int) -> ShardOutput:
+    shard = assemble_plan(
+        (state.service_plans[index],),
+        (state.contributions[index],),
+        state.catalogue,
+        state.repo,
+    )
+    name = state.service_plans[index].name
+    artifacts: list[Artifact] = []
+    problems: list[Diagnostic] = []
+    for gen, ctx in state.generators:
+        produced: list[Artifact] = _call(
+            gen, f"generator {gen.name!r} on service {name!r}", gen.obj.generate, shard, ctx
+        )
+        bad = _checked_paths(gen, produced)
+        problems.extend(bad)
+        artifacts.extend(a for a in produced if conventions.is_safe_relative(a.path))
+    artifacts.sort(key=lambda a: a.path)
+    arts = tuple(artifacts)
+    findings: list[Diagnostic] = []
+    for rule, lint_ctx in state.service_rules:
+        findings.extend(
+            _call(
+                rule,
+                f"lint rule {rule.name!r} on service {name!r}",
+                rule.obj.check,
+                shard,
+                arts,
+                lint_ctx,
+            )
+        )
+    return ShardOutput(
+        files=tuple((a.path, a.generator, serialize(a)) for a in arts),
+        findings=tuple(findings),
+        problems=tuple(problems),
+        artifacts=arts if state.keep_artifacts else None,
+    )
+
+
+def _shard(index: int) -> tuple[int, Any]:
+    state = _STATE
+    assert state is not None
+    key = state.shard_keys[index]
+    output: ShardOutput | None = None
+    if state.cache is not None:
+        # Looked up without counting: the count that matters is the main process's.
+        cached = state.cache.read("shard", key)
+        if cached is not None:
+            try:
+                output = pickle.loads(cached)
+            except Exception:  # a damaged entry is a miss, never an error
+                output = None
+    hit = output is not None
+    if output is None:
+        try:
+            output = _render_shard(state, index)
+        except ObsIacError as exc:
+            return index, _error_payload(exc)
+        if state.cache is not None and not output.problems:
+            state.cache.put("shard", key, pickle.dumps(output, protocol=pickle.HIGHEST_PROTOCOL))
+    settled = _Settled()
+    for path, generator, data in output.files:
+        _settle(state, path, generator, data, settled)
+    return index, ("ok", settled, output.findings, output.problems, output.artifacts, hit)
+
+
+# -- orchestration -----------------------------------------------------------------------
+
+
+def _pool_size(jobs: int, work: int) -> int:
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return max(1, min(jobs, work // MIN_SHARDS_PER_WORKER))
+
+
+def _run(
+    fn: Callable[[int], tuple[int, T]], indices: list[int], workers: int, progress: Progress
+) -> Iterator[tuple[int, T]]:
+    """Results of fn over indices, in completion order. Workers are forked, so they see
+    the _STATE the main process holds at this moment."""
+    if workers <= 1 or len(indices) < 2:
+        for index in indices:
+            yield fn(index)
+            progress.advance()
+        return
+    chunk = max(1, len(indices) // (workers * 16))
+    pool = multiprocessing.get_context("fork").Pool(processes=workers)
+    try:
+        for result in pool.imap_unordered(fn, indices, chunksize=chunk):
+            yield result
+            progress.advance()
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _raise(errors: list[tuple[str, Diagnostic, str]]) -> None:
+    """Raises what the shards reported: plugin bugs first (exit 3), else input errors."""
+    kind = "PluginError" if any(k == "PluginError" for k, _, _ in errors) else "InputError"
+    picked = [(d, tb) for k, d, tb in errors if k == kind]
+    unique = sorted({d for d, _ in picked}, key=Diagnostic.sort_key)
+    error = (PluginError if kind == "PluginError" else InputError)(unique)
+    trace = next((tb for _, tb in picked if tb), "")
+    if trace:
+        raise error from WorkerTraceback(trace)
+    raise error
+
+
+def _no_services(blueprints: str) -> InputError:
+    from obs_iac.diagnostics import Location
+
+    return InputError(
+        [
+            Diagnostic(
+                "blueprint/none",
+                Severity.ERROR,
+                f"no service is declared under {blueprints}/",
+                hint="add a blueprint file that calls obs_iac.service(...); see README",
+                location=Location(blueprints),
+            )
+        ]
+    )
+
+
+def run(
+    ws: Any,
+    plugins: PluginSet | None = None,
+    *,
+    mode: Mode = "write",
+    jobs: int | None = None,
+    use_cache: bool = True,
+    lint: bool = True,
+    force_adopt: bool = False,
+    progress: Progress | None = None,
+) -> EngineResult:
+    """Renders the workspace ``ws`` (obs_iac.pipeline.Workspace). In mode "write" the
+    changed files are staged next to their targets; the caller commits or discards them
+    (obs_iac.render.writer.commit / discard)."""
+    global _STATE
+    from obs_iac import pipeline
+    from obs_iac.pipeline import _no_cyclic_gc, read_inputs
+    from obs_iac.render.writer import read_manifest, recover
+
+    progress = progress or Progress()
+    jobs = jobs or default_jobs()
+    with _no_cyclic_gc():
+        plugins = plugins or pipeline.discover(ws.config)
+        loaded = load_blueprints(ws.root, ws.config.blueprints)
+        if not loaded.registrations and not loaded.problems:
+            raise _no_services(ws.config.blueprints)
+        services = validate_services(loaded, plugins)
+        repo = ws.config
+        pack_ctx = pack_contexts(plugins, repo, ws.naming)
+        sources = {f.path: f.source for f in loaded.files}
+        plans = [service_plan(s) for s in services]
+        base = base_key(plugins, repo)
+        keys = [
+            expansion_key(base, p, sources.get(s.file, ""))
+            for p, s in zip(plans, services, strict=True)
+        ]
+        cache = Cache(cache_root(ws.root)) if use_cache else None
+        out = ws.output
+        existed = out.is_dir()
+        if mode == "write" and existed:
+            recover(out)
+        state = _State(
+            plugins=plugins,
+            services=services,
+            pack_ctx=pack_ctx,
+            expansion_keys=keys,
+            cache=cache,
+            out=out,
+            owned=read_manifest(out),
+            mode=mode,
+            force_adopt=force_adopt,
+            repo=repo,
+        )
+        _STATE = state
+        try:
+            result = _run_stages(state, ws, plans, lint, jobs, progress, read_inputs)
+            return dataclasses.replace(result, output_existed=existed)
+        except BaseException:
+            if mode == "write":
+                # Whatever the shards staged, including those whose results never
+                # arrived: the output folder goes back to exactly what it was.
+                discard_all(out, existed)
+            raise
+        finally:
+            _STATE = None
+            progress.close()
+
+
+def _run_stages(
+    state: _State,
+    ws: Any,
+    plans: list[ServicePlan],
+    lint: bool,
+    jobs: int,
+    progress: Progress,
+    read_inputs: Callable[..., dict[str, str]],
+) -> EngineResult:
+    plugins, repo, cache = state.plugins, state.repo, state.cache
+    n = len(plans)
+    contributions: list[Contribution | None] = [None] * n
+    todo: list[int] = []
+    for index in range(n):
+        data = cache.read("expand", state.expansion_keys[index]) if cache is not None else None
+        if data is not None:
+            try:
+                _tag, contributions[index] = pickle.loads(data)
+            except Exception:  # a damaged entry is a miss, never an error
+                data = None
+        if cache is not None:
+            cache.count(data is not None)
+        if data is not None:
+            continue
+        todo.append(index)
+    errors: list[tuple[str, Diagnostic, str]] = []
+    progress.phase("expanding", len(todo))
+    for index, payload in _run(_expand, todo, _pool_size(jobs, len(todo)), progress):
+        result = pickle.loads(payload)
+        if result[0] == "error":
+            errors.extend((result[1], d, result[3]) for d in result[2])
+        else:
+            contributions[index] = result[1]
+    if errors:
+        _raise(errors)
+    done = [c for c in contributions if c is not None]
+    _check_contributions(done)
+    catalogue = fleet_catalogue(done, plugins, state.pack_ctx)
+    plan = assemble_plan(plans, done, catalogue, repo)
+
+    service_gens: list[tuple[LoadedPlugin, GeneratorContext]] = []
+    fleet_gens: list[tuple[LoadedPlugin, GeneratorContext]] = []
+    inputs_parts: list[str] = []
+    for gen in plugins.generators:
+        settings = plugin_settings(gen, repo.generators, "generators")
+        inputs = read_inputs(ws, gen, settings)
+        inputs_parts.extend(f"{gen.name}\0{k}\0{v}" for k, v in sorted(inputs.items()))
+        ctx = GeneratorContext(naming=ws.naming, repo=repo, settings=settings, inputs=inputs)
+        (service_gens if _scope(gen) == "service" else fleet_gens).append((gen, ctx))
+    rules: dict[str, list[tuple[LoadedPlugin, LintContext]]] = {
+        "service": [],
+        "plan": [],
+        "fleet": [],
+    }
+    if lint:
+        for rule in plugins.lint_rules:
+            settings = plugin_settings(rule, repo.generators, "lint")
+            lint_ctx = LintContext(naming=ws.naming, repo=repo, settings=settings, inputs=None)
+            scope = _scope(rule)
+            rules[scope if scope in rules else "fleet"].append((rule, lint_ctx))
+    state.service_plans = plans
+    state.contributions = done
+    state.catalogue = catalogue
+    state.generators = service_gens
+    state.service_rules = rules["service"]
+    state.keep_artifacts = bool(rules["fleet"])
+    lint_id = ";".join(r.name for r, _ in rules["service"]) + f";keep={state.keep_artifacts}"
+    shared = digest(catalogue_key(catalogue), *inputs_parts)
+    state.shard_keys = [shard_key(k, shared, "", lint_id) for k in state.expansion_keys]
+
+    progress.phase("rendering", n)
+    settled = _Settled()
+    findings: list[Diagnostic] = []
+    problems: list[tuple[str, Diagnostic, str]] = []
+    all_artifacts: list[Artifact] = []
+    fleet_artifacts: list[Artifact] | None = None
+    for _index, payload in _run(_shard, list(range(n)), _pool_size(jobs, n), progress):
+        if payload[0] == "error":
+            problems.extend((payload[1], d, payload[3]) for d in payload[2])
+            continue
+        _tag, part, shard_findings, shard_problems, shard_artifacts, hit = payload
+        if cache is not None:
+            cache.count(hit)
+        settled.records.extend(part.records)
+        settled.files.update(part.files)
+        settled.staged.extend(part.staged)
+        findings.extend(shard_findings)
+        problems.extend(("PluginError", d, "") for d in shard_problems)
+        if shard_artifacts is not None:
+            all_artifacts.extend(shard_artifacts)
+    if not any(d.code == "plugin/crash" for _, d, _ in problems):
+        fleet_artifacts = _fleet_files(state, plan, service_gens, fleet_gens, settled, problems)
+        problems.extend(("PluginError", d, "") for d in _path_conflicts(settled.records))
+    if problems:
+        _raise(problems)
+    assert fleet_artifacts is not None
+    if lint:
+        findings.extend(_fleet_lint(state, plan, fleet_artifacts, all_artifacts, rules))
+    import datetime as dt
+
+    findings = apply_suppressions(plan, findings, dt.date.today())
+    if cache is not None and state.mode == "write":
+        cache.prune()
+    return EngineResult(
+        plan=plan,
+        records=tuple(sorted(settled.records, key=lambda r: r.path)),
+        findings=tuple(sorted(set(findings), key=Diagnostic.sort_key)),
+        files=settled.files if state.mode == "collect" else None,
+        staged=tuple(sorted(settled.staged)),
+        jobs=_pool_size(jobs, n),
+        cache_hits=cache.hits if cache else 0,
+        cache_misses=cache.misses if cache else 0,
+    )
+
+
+def _fleet_files(
+    state: _State,
+    plan: Plan,
+    service_gens: list[tuple[LoadedPlugin, GeneratorContext]],
+    fleet_gens: list[tuple[LoadedPlugin, GeneratorContext]],
+    settled: _Settled,
+    problems: list[tuple[str, Diagnostic, str]],
+) -> list[Artifact]:
+    artifacts: list[Artifact] = []
+    for gen, ctx in sorted(service_gens + fleet_gens, key=lambda g: g[0].name):
+        if _scope(gen) == "service":
+            fleet_part = getattr(gen.obj, "generate_fleet", None)
+            if fleet_part is None:
+                continue
+            produced: list[Artifact] = _call(gen, f"generator {gen.name!r}", fleet_part, plan, ctx)
+        else:
+            produced = _call(gen, f"generator {gen.name!r}", gen.obj.generate, plan, ctx)
+        problems.extend(("PluginError", d, "") for d in _checked_paths(gen, produced))
+        artifacts.extend(a for a in produced if conventions.is_safe_relative(a.path))
+    artifacts.sort(key=lambda a: a.path)
+    for art in artifacts:
+        _settle(state, art.path, art.generator, serialize(art), settled)
+    return artifacts
+
+
+def _fleet_lint(
+    state: _State,
+    plan: Plan,
+    fleet_artifacts: list[Artifact],
+    shard_artifacts: list[Artifact],
+    rules: dict[str, list[tuple[LoadedPlugin, LintContext]]],
+) -> list[Diagnostic]:
+    fleet = tuple(fleet_artifacts)
+    fleet_shard = assemble_plan((), (), plan.metrics, state.repo)
+    everything = tuple(sorted(fleet_artifacts + shard_artifacts, key=lambda a: a.path))
+    findings: list[Diagnostic] = []
+    for scope, target_plan, arts in (
+        ("service", fleet_shard, fleet),
+        ("plan", plan, fleet),
+        ("fleet", plan, everything),
+    ):
+        for rule, ctx in rules[scope]:
+            findings.extend(
+                _call(rule, f"lint rule {rule.name!r}", rule.obj.check, target_plan, arts, ctx)
+            )
+    return findings
+
+
+def _path_conflicts(records: list[FileRecord]) -> list[Diagnostic]:
+    by_path: dict[str, list[str]] = {}
+    for record in records:
+        by_path.setdefault(record.path, []).append(record.generator)
+    conflicts: list[Diagnostic] = []
+    for path in sorted(by_path):
+        writers = sorted(by_path[path])
+        if len(writers) < 2:
+            continue
+        if len(set(writers)) > 1:
+            message = f"generators {writers[0]!r} and {writers[-1]!r} both write {path}"
+            hint = "disable one of them in [tool.obs-iac.plugins]"
+        else:
+            message = f"generator {writers[0]!r} writes {path} for two services"
+            hint = "a service-scope generator must name each file after its service"
+        conflicts.append(Diagnostic("plugin/path-conflict", Severity.ERROR, message, hint=hint))
+    return conflicts
