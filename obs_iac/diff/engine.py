@@ -28,10 +28,9 @@ from obs_iac.diff.model import (
     partners,
     plan_entities,
 )
-from obs_iac.pipeline import Workspace, build_plan, generate, open_workspace
+from obs_iac.pipeline import Workspace, open_workspace
 from obs_iac.plan.model import Plan
 from obs_iac.plugins import PluginSet, discover
-from obs_iac.render.serialize import serialize
 from obs_iac.render.writer import read_manifest
 
 PluginsFactory = Callable[[RepoConfig], PluginSet]
@@ -44,11 +43,16 @@ class Side:
     plan: Plan | None
 
 
-def render_files(ws: Workspace, plugins: PluginSet) -> tuple[Plan, dict[str, bytes]]:
-    """What ``obs-iac render`` would write, without the lint stage: lint findings are not
-    part of the output, and at fleet scale lint is most of a render's time."""
-    plan = build_plan(ws, plugins)
-    return plan, {a.path: serialize(a) for a in generate(ws, plan, plugins)}
+def render_files(
+    ws: Workspace, plugins: PluginSet, cache_dir: Path | None = None
+) -> tuple[Plan, dict[str, bytes]]:
+    """What ``obs-iac render`` would write, through the render engine and its cache (the
+    fleet-level lint rules are skipped: findings are not part of the output)."""
+    from obs_iac.engine.run import run
+
+    result = run(ws, plugins, mode="collect", lint=False, cache_dir=cache_dir)
+    assert result.files is not None
+    return result.plan, result.files
 
 
 def _bad(code: str, message: str, hint: str) -> InputError:
@@ -74,7 +78,13 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
         ) from None
 
 
-def ref_side(root: Path, ref: str, plugins_factory: PluginsFactory, work: Path) -> Side:
+def ref_side(
+    root: Path,
+    ref: str,
+    plugins_factory: PluginsFactory,
+    work: Path,
+    cache_dir: Path | None = None,
+) -> Side:
     """Renders ``ref``'s blueprints with ``ref``'s repo config, using this obs-iac."""
     top = _git(root, "rev-parse", "--show-toplevel")
     if top.returncode != 0:
@@ -112,7 +122,7 @@ def ref_side(root: Path, ref: str, plugins_factory: PluginsFactory, work: Path) 
         if not (base_root / ws.config.blueprints).is_dir():
             # The base predates obs-iac (the PR that introduces it): everything is new.
             return Side(ref, {}, None)
-        base_plan, base_files = render_files(ws, plugins_factory(ws.config))
+        base_plan, base_files = render_files(ws, plugins_factory(ws.config), cache_dir)
     except ObsIacError as exc:
         short = commit[:12]
         details = [
@@ -204,12 +214,15 @@ def run_diff(
     base: str | None = None,
     plugins_factory: PluginsFactory | None = None,
 ) -> DiffResult:
+    from obs_iac.engine.cache import cache_root
+
     factory = plugins_factory or (lambda cfg: discover(cfg))
     ws = open_workspace(root)
     if base is not None:
-        # Check the ref before spending a render on the working tree.
+        # Check the ref before spending a render on the working tree. The base shares
+        # the working tree's cache: after a render there, most of the base is in it.
         with tempfile.TemporaryDirectory(prefix="obs-iac-diff-") as tmp:
-            before = ref_side(root, base, factory, Path(tmp))
+            before = ref_side(root, base, factory, Path(tmp), cache_root(root))
     current_plan, current_files = render_files(ws, factory(ws.config))
     after = Side("working tree", current_files, current_plan)
     if base is None:

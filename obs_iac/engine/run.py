@@ -218,6 +218,11 @@ def _checked_paths(gen: LoadedPlugin, produced: list[Artifact]) -> list[Diagnost
 
 def _settle(state: _State, path: str, generator: str, data: bytes, settled: _Settled) -> None:
     """Compares one file with the output folder and, when writing, stages it."""
+    if state.mode == "collect":
+        # The caller compares for itself (obs-iac diff): no need to read the folder.
+        settled.records.append(FileRecord(path, hashlib.sha256(data).hexdigest(), generator, "new"))
+        settled.files[path] = data
+        return
     target = state.out / path
     try:
         current = target.read_bytes() if target.is_file() else None
@@ -233,9 +238,7 @@ def _settle(state: _State, path: str, generator: str, data: bytes, settled: _Set
     settled.records.append(
         FileRecord(path, hashlib.sha256(data).hexdigest(), generator, file_state)
     )
-    if state.mode == "collect":
-        settled.files[path] = data
-    elif state.mode == "write" and (
+    if state.mode == "write" and (
         file_state in ("new", "changed") or (file_state == "foreign" and state.force_adopt)
     ):
         staged = state.out / (path + conventions.TMP_SUFFIX)
@@ -399,10 +402,15 @@ def run(
     lint: bool = True,
     force_adopt: bool = False,
     progress: Progress | None = None,
+    cache_dir: Path | None = None,
 ) -> EngineResult:
-    """Renders the workspace ``ws`` (obs_iac.pipeline.Workspace). In mode "write" the
-    changed files are staged next to their targets; the caller commits or discards them
-    (obs_iac.render.writer.commit / discard)."""
+    """Renders the workspace ``ws`` (obs_iac.pipeline.Workspace).
+
+    Mode "write" stages changed files next to their targets for the caller to commit or
+    discard (obs_iac.render.writer.commit / discard_all); "check" only compares; "collect"
+    returns every file's bytes and does not look at the output folder. ``lint=False``
+    skips the fleet-level lint rules (service-scope ones are part of a shard's cached
+    result and always run). ``cache_dir`` defaults to the workspace's cache."""
     global _STATE
     from obs_iac import pipeline
     from obs_iac.pipeline import _no_cyclic_gc, read_inputs
@@ -425,7 +433,7 @@ def run(
             expansion_key(base, p, sources.get(s.file, ""))
             for p, s in zip(plans, services, strict=True)
         ]
-        cache = Cache(cache_root(ws.root)) if use_cache else None
+        cache = Cache(cache_dir or cache_root(ws.root)) if use_cache else None
         out = ws.output
         existed = out.is_dir()
         if mode == "write" and existed:
@@ -511,12 +519,11 @@ def _run_stages(
         "plan": [],
         "fleet": [],
     }
-    if lint:
-        for rule in plugins.lint_rules:
-            settings = plugin_settings(rule, repo.generators, "lint")
-            lint_ctx = LintContext(naming=ws.naming, repo=repo, settings=settings, inputs=None)
-            scope = _scope(rule)
-            rules[scope if scope in rules else "fleet"].append((rule, lint_ctx))
+    for rule in plugins.lint_rules:
+        settings = plugin_settings(rule, repo.generators, "lint")
+        lint_ctx = LintContext(naming=ws.naming, repo=repo, settings=settings, inputs=None)
+        scope = _scope(rule)
+        rules[scope if scope in rules else "fleet"].append((rule, lint_ctx))
     state.service_plans = plans
     state.contributions = done
     state.catalogue = catalogue

@@ -168,6 +168,8 @@ GITIGNORE = """\
 __pycache__/
 *.obs-iac-tmp
 obs-iac-diff.md
+# obs-iac's per-service render cache: local, safe to delete
+.obs-iac-cache/
 """
 
 
