@@ -47,7 +47,8 @@ sys.path.insert(0, str(HERE))
 from fleet import make_fleet  # noqa: E402
 from memory import Measured, environ, run_measured  # noqa: E402
 
-CLI = str(Path(sys.executable).with_name("obs-iac"))
+# The command under test: the venv's console script, or another build of it (to compare).
+CLI = os.environ.get("OBS_IAC_BENCH_CLI") or str(Path(sys.executable).with_name("obs-iac"))
 CACHE_ENV = "OBS_IAC_CACHE_DIR"
 MIB_TARGET = 1024.0
 
