@@ -110,16 +110,20 @@ def _root() -> Path:
 @guarded
 def render(check: bool, fmt: str, jobs: int | None, no_cache: bool) -> None:
     """Render every blueprint into the output folder (atomically; only owned files)."""
-    from obs_iac.engine.run import run
+    from obs_iac.engine.run import remember_output, run
     from obs_iac.pipeline import open_workspace
+    from obs_iac.progress import progress_for
     from obs_iac.render.writer import commit, discard_all, drift_of
 
     ws = open_workspace(_root())
+    # The bar shows only on a terminal and only after two seconds; it is cleared before
+    # anything below is printed.
     result = run(
         ws,
         mode="check" if check else "write",
         jobs=jobs,
         use_cache=not no_cache,
+        progress=progress_for(sys.stderr),
     )
     # Informational findings belong to `obs-iac lint`; render speaks up for problems only.
     _report([f for f in result.findings if f.severity.label != "info"], fmt, ws.root)
@@ -158,6 +162,7 @@ def render(check: bool, fmt: str, jobs: int | None, no_cache: bool) -> None:
         click.echo("not written: fix the errors above first", err=True)
         sys.exit(EXIT_FINDINGS)
     drift = commit(out, result.records, result.staged)
+    remember_output(result, out)
     n_add, n_chg, n_rm = len(drift.added), len(drift.changed), len(drift.removed)
     click.echo(
         f"rendered {len(result.plan.services)} services into {ws.config.output}/: "

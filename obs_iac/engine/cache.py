@@ -50,7 +50,9 @@ class Cache:
         return data
 
     def put(self, kind: str, key: str, data: bytes) -> None:
-        path = self._path(kind, key)
+        self.put_file(self._path(kind, key), data)
+
+    def put_file(self, path: Path, data: bytes) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")

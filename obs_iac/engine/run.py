@@ -62,6 +62,7 @@ from obs_iac.plugins import (
     PluginSet,
     plugin_settings,
 )
+from obs_iac.progress import NullProgress, Progress
 from obs_iac.render.artifact import Artifact
 from obs_iac.render.serialize import serialize
 from obs_iac.render.writer import discard_all
@@ -71,19 +72,6 @@ FileState = Literal["same", "adopt", "new", "changed", "foreign"]
 JOBS_ENV = "OBS_IAC_JOBS"
 # Below this many services a pool costs more (fork, pickling) than it saves.
 MIN_SHARDS_PER_WORKER = 8
-
-
-class Progress:
-    """What the engine reports; obs_iac.progress draws it on a terminal."""
-
-    def phase(self, name: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass(frozen=True)
@@ -113,6 +101,7 @@ class EngineResult:
     staged: tuple[str, ...]  # mode "write": what sits next to its target, to be committed
     jobs: int
     output_existed: bool = True  # for discard_all(), when the caller does not commit
+    cache_dir: Path | None = None
     cache_hits: int = 0
     cache_misses: int = 0
 
@@ -137,6 +126,7 @@ class _State:
     owned: dict[str, str]
     mode: Mode
     force_adopt: bool
+    seen: dict[str, Seen] = field(default_factory=dict)
     service_plans: list[ServicePlan] = field(default_factory=list)
     contributions: list[Contribution] = field(default_factory=list)
     catalogue: tuple[MetricSpec, ...] = ()
@@ -216,6 +206,44 @@ def _checked_paths(gen: LoadedPlugin, produced: list[Artifact]) -> list[Diagnost
     ]
 
 
+Seen = tuple[int, int, int, str]  # size, mtime_ns, inode, sha256 of a file in the output
+
+
+def _unchanged_since(target: Path, seen: Seen) -> bool:
+    try:
+        st = target.stat()
+    except OSError:
+        return False
+    return (st.st_size, st.st_mtime_ns, st.st_ino) == seen[:3]
+
+
+def _seen_path(cache_dir: Path, out: Path) -> Path:
+    return cache_dir / "output" / digest(str(out.resolve()))
+
+
+def load_seen(cache_dir: Path, out: Path) -> dict[str, Seen]:
+    try:
+        data = pickle.loads(_seen_path(cache_dir, out).read_bytes())
+    except Exception:  # missing or damaged: compare every file
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def remember_output(result: EngineResult, out: Path) -> None:
+    """Records how every file in the output folder looks now that it matches
+    ``result``, so the next render compares by stat instead of reading it back."""
+    if result.cache_dir is None:
+        return
+    seen: dict[str, Seen] = {}
+    for record in result.records:
+        try:
+            st = (out / record.path).stat()
+        except OSError:
+            continue
+        seen[record.path] = (st.st_size, st.st_mtime_ns, st.st_ino, record.digest)
+    Cache(result.cache_dir).put_file(_seen_path(result.cache_dir, out), pickle.dumps(seen))
+
+
 def _settle(state: _State, path: str, generator: str, data: bytes, settled: _Settled) -> None:
     """Compares one file with the output folder and, when writing, stages it."""
     if state.mode == "collect":
@@ -224,20 +252,25 @@ def _settle(state: _State, path: str, generator: str, data: bytes, settled: _Set
         settled.files[path] = data
         return
     target = state.out / path
+    sha = hashlib.sha256(data).hexdigest()
+    owned = path in state.owned
+    seen = state.seen.get(path)
+    if seen is not None and seen[3] == sha and _unchanged_since(target, seen):
+        # The file is as this render left it last time (git's index does the same):
+        # no need to read it back.
+        settled.records.append(FileRecord(path, sha, generator, "same" if owned else "adopt"))
+        return
     try:
         current = target.read_bytes() if target.is_file() else None
     except OSError:
         current = None
-    owned = path in state.owned
     if current is None:
         file_state: FileState = "new"
     elif current == data:
         file_state = "same" if owned else "adopt"
     else:
         file_state = "changed" if owned else "foreign"
-    settled.records.append(
-        FileRecord(path, hashlib.sha256(data).hexdigest(), generator, file_state)
-    )
+    settled.records.append(FileRecord(path, sha, generator, file_state))
     if state.mode == "write" and (
         file_state in ("new", "changed") or (file_state == "foreign" and state.force_adopt)
     ):
@@ -345,17 +378,30 @@ def _pool_size(jobs: int, work: int) -> int:
 def _run(
     fn: Callable[[int], tuple[int, T]], indices: list[int], workers: int, progress: Progress
 ) -> Iterator[tuple[int, T]]:
-    """Results of fn over indices, in completion order. Workers are forked, so they see
-    the _STATE the main process holds at this moment."""
+    """Results of fn over indices, in completion order. With workers, the pool is forked
+    here and now (so workers see the _STATE the main process holds at this moment) and
+    starts at once: the caller may do other work before it reads the results. Closing
+    the iterator stops the pool."""
     if workers <= 1 or len(indices) < 2:
-        for index in indices:
-            yield fn(index)
-            progress.advance()
-        return
+        return _inline(fn, indices, progress)
     chunk = max(1, len(indices) // (workers * 16))
     pool = multiprocessing.get_context("fork").Pool(processes=workers)
+    return _drain(pool, pool.imap_unordered(fn, indices, chunksize=chunk), progress)
+
+
+def _inline(
+    fn: Callable[[int], tuple[int, T]], indices: list[int], progress: Progress
+) -> Iterator[tuple[int, T]]:
+    for index in indices:
+        yield fn(index)
+        progress.advance()
+
+
+def _drain(
+    pool: Any, results: Iterator[tuple[int, T]], progress: Progress
+) -> Iterator[tuple[int, T]]:
     try:
-        for result in pool.imap_unordered(fn, indices, chunksize=chunk):
+        for result in results:
             yield result
             progress.advance()
         pool.close()
@@ -416,7 +462,7 @@ def run(
     from obs_iac.pipeline import _no_cyclic_gc, read_inputs
     from obs_iac.render.writer import read_manifest, recover
 
-    progress = progress or Progress()
+    progress = progress or NullProgress()
     jobs = jobs or default_jobs()
     with _no_cyclic_gc():
         plugins = plugins or pipeline.discover(ws.config)
@@ -433,7 +479,8 @@ def run(
             expansion_key(base, p, sources.get(s.file, ""))
             for p, s in zip(plans, services, strict=True)
         ]
-        cache = Cache(cache_dir or cache_root(ws.root)) if use_cache else None
+        cache_dir = (cache_dir or cache_root(ws.root)) if use_cache else None
+        cache = Cache(cache_dir) if cache_dir is not None else None
         out = ws.output
         existed = out.is_dir()
         if mode == "write" and existed:
@@ -448,12 +495,13 @@ def run(
             owned=read_manifest(out),
             mode=mode,
             force_adopt=force_adopt,
+            seen=load_seen(cache_dir, out) if cache_dir is not None and mode != "collect" else {},
             repo=repo,
         )
         _STATE = state
         try:
             result = _run_stages(state, ws, plans, lint, jobs, progress, read_inputs)
-            return dataclasses.replace(result, output_existed=existed)
+            return dataclasses.replace(result, output_existed=existed, cache_dir=cache_dir)
         except BaseException:
             if mode == "write":
                 # Whatever the shards staged, including those whose results never
@@ -539,28 +587,51 @@ def _run_stages(
     findings: list[Diagnostic] = []
     problems: list[tuple[str, Diagnostic, str]] = []
     all_artifacts: list[Artifact] = []
-    fleet_artifacts: list[Artifact] | None = None
-    for _index, payload in _run(_shard, list(range(n)), _pool_size(jobs, n), progress):
-        if payload[0] == "error":
-            problems.extend((payload[1], d, payload[3]) for d in payload[2])
-            continue
-        _tag, part, shard_findings, shard_problems, shard_artifacts, hit = payload
-        if cache is not None:
-            cache.count(hit)
-        settled.records.extend(part.records)
-        settled.files.update(part.files)
-        settled.staged.extend(part.staged)
-        findings.extend(shard_findings)
-        problems.extend(("PluginError", d, "") for d in shard_problems)
-        if shard_artifacts is not None:
-            all_artifacts.extend(shard_artifacts)
-    if not any(d.code == "plugin/crash" for _, d, _ in problems):
-        fleet_artifacts = _fleet_files(state, plan, service_gens, fleet_gens, settled, problems)
+    fleet_settled = _Settled()
+    fleet_problems: list[tuple[str, Diagnostic, str]] = []
+    workers = _pool_size(jobs, n)
+    results = _run(_shard, list(range(n)), workers, progress)
+    try:
+        fleet_artifacts: list[Artifact] | None = None
+        if workers > 1:
+            # The shards are already running in the pool: render the fleet-level files
+            # meanwhile.
+            fleet_artifacts = _fleet_files(
+                state, plan, service_gens, fleet_gens, fleet_settled, fleet_problems
+            )
+        for _index, payload in results:
+            if payload[0] == "error":
+                problems.extend((payload[1], d, payload[3]) for d in payload[2])
+                continue
+            _tag, part, shard_findings, shard_problems, shard_artifacts, hit = payload
+            if cache is not None:
+                cache.count(hit)
+            settled.records.extend(part.records)
+            settled.files.update(part.files)
+            settled.staged.extend(part.staged)
+            findings.extend(shard_findings)
+            problems.extend(("PluginError", d, "") for d in shard_problems)
+            if shard_artifacts is not None:
+                all_artifacts.extend(shard_artifacts)
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
+    if fleet_artifacts is None and not any(d.code == "plugin/crash" for _, d, _ in problems):
+        fleet_artifacts = _fleet_files(
+            state, plan, service_gens, fleet_gens, fleet_settled, fleet_problems
+        )
+    settled.records.extend(fleet_settled.records)
+    settled.files.update(fleet_settled.files)
+    settled.staged.extend(fleet_settled.staged)
+    problems.extend(fleet_problems)
+    if fleet_artifacts is not None:
         problems.extend(("PluginError", d, "") for d in _path_conflicts(settled.records))
     if problems:
         _raise(problems)
     assert fleet_artifacts is not None
     if lint:
+        progress.phase("checking the fleet", 0)
         findings.extend(_fleet_lint(state, plan, fleet_artifacts, all_artifacts, rules))
     import datetime as dt
 
