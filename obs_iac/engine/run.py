@@ -24,6 +24,7 @@ import hashlib
 import multiprocessing
 import os
 import pickle
+import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -370,7 +371,9 @@ def _shard(index: int) -> tuple[int, Any]:
 
 
 def _pool_size(jobs: int, work: int) -> int:
-    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    # Workers inherit the plan by fork, which is safe and cheap on Linux only (macOS
+    # system libraries do not survive a fork; Windows has none).
+    if jobs <= 1 or not sys.platform.startswith("linux"):
         return 1
     return max(1, min(jobs, work // MIN_SHARDS_PER_WORKER))
 
