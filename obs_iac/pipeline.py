@@ -119,6 +119,10 @@ def generate(ws: Workspace, plan: Plan, plugins: PluginSet) -> tuple[Artifact, .
         ctx = GeneratorContext(naming=ws.naming, repo=ws.config, settings=settings, inputs=inputs)
         try:
             produced = list(gen.obj.generate(plan, ctx))
+            # A service-scope generator's files that need the whole fleet (docs/plugins.md).
+            fleet_part = getattr(gen.obj, "generate_fleet", None)
+            if fleet_part is not None and getattr(gen.obj, "scope", "fleet") == "service":
+                produced.extend(fleet_part(plan, ctx))
         except (InputError, PluginError):
             raise
         except Exception as exc:

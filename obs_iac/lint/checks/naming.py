@@ -9,6 +9,7 @@ from typing import ClassVar
 from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
+from obs_iac.plugins import LintScope
 
 # Histogram and summary parts are counters named by their own convention.
 COUNTER_SUFFIXES = ("_total", "_count", "_sum", "_bucket")
@@ -26,6 +27,10 @@ def exporter_native(name: str, source: str) -> bool:
 
 class CounterTotal(CorpusRule):
     code: ClassVar[str] = "naming/counter-total"
+    # Stays fleet-wide: the catalogue half reads plan.metrics, which every shard holds
+    # whole, so per-service calls would repeat each finding once per service; and under
+    # "plan" the recording-rule half would lose the generated file's line.
+    scope: ClassVar[LintScope] = "fleet"
     default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "A counter (catalogued or recorded) whose name lacks _total."
 
@@ -64,6 +69,7 @@ class CounterTotal(CorpusRule):
 
 class RecordFormat(CorpusRule):
     code: ClassVar[str] = "naming/record-format"
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "A recorded series not named level:metric:operations."
 

@@ -9,10 +9,13 @@ from obs_iac.diagnostics import Diagnostic, Location, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
 from obs_iac.lint.suppress import expired
+from obs_iac.plugins import LintScope
 
 
 class ExpiredSuppression(CorpusRule):
     code: ClassVar[str] = "lint/expired-suppression"
+    # A suppression belongs to the service that declares it.
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "A blueprint suppression whose `until` date has passed."
 
