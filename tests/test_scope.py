@@ -352,6 +352,23 @@ def test_scope_holds_on_a_synthetic_fleet(name: str, bench_fleet: ScopeFleet) ->
     assert result.whole == result.sharded
 
 
+@pytest.fixture(scope="module")
+def one_service_fleet(tmp_path_factory: pytest.TempPathFactory) -> ScopeFleet:
+    root = tmp_path_factory.mktemp("one")
+    (root / "blueprints").mkdir()
+    blueprint = LINT_CASES / "dcgm" / "field-not-collected" / "blueprint.py"
+    (root / "blueprints" / "svc_a.py").write_text(blueprint.read_text())
+    return compile_workspace(root)
+
+
+@pytest.mark.parametrize("name", sorted(EVERYTHING))
+def test_scope_holds_on_one_service(name: str, one_service_fleet: ScopeFleet) -> None:
+    # One service: its shard and the whole plan hold the same service, only the
+    # fleet-level files (the overview dashboard) move to the fleet-shard call.
+    result = assert_scope_holds(one_service_fleet, EVERYTHING[name], lint_inputs=INPUTS)
+    assert result.whole == result.sharded
+
+
 @pytest.mark.parametrize("code", sorted(RULES))
 def test_scope_holds_with_findings(code: str, bad_fleet: ScopeFleet) -> None:
     result = assert_scope_holds(bad_fleet, RULES[code], lint_inputs=INPUTS)

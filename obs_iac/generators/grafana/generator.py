@@ -331,7 +331,8 @@ class GrafanaDashboardsGenerator(Generator):
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         settings = ctx.settings
         assert isinstance(settings, GrafanaDashboardsConfig)
-        boards: list[tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]] = []
+        boards: list[tuple[dict[str, Any], tuple[str, ...]]] = []
+        owners: dict[str, tuple[str, ...]] = {}
         rows_by_service: dict[str, list[DashboardRow]] = {}
         for row in plan.dashboard_rows:
             rows_by_service.setdefault(row.service, []).append(row)
@@ -340,8 +341,9 @@ class GrafanaDashboardsGenerator(Generator):
             if not rows:
                 continue
             board = service_dashboard(plan, svc, rows, ctx.naming, settings)
-            boards.append((board, sources_of(plan, [svc.name]), (svc.name,)))
-        yield from self._artifacts(boards, settings)
+            boards.append((board, sources_of(plan, [svc.name])))
+            owners[str(board["uid"])] = (svc.name,)
+        yield from self._artifacts(boards, settings, owners)
 
     def generate_fleet(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         settings = ctx.settings
@@ -349,7 +351,10 @@ class GrafanaDashboardsGenerator(Generator):
         everyone = sources_of(plan, [s.name for s in plan.services])
         if plan.services:
             fleet = fleet_dashboard(plan, ctx.naming, settings)
-            yield from self._artifacts([(fleet, everyone, ())], settings)
+            # Named after every service: with one service, lint still attributes the
+            # overview to it whether it sees the whole plan or the fleet shard.
+            names = tuple(s.name for s in plan.services)
+            yield from self._artifacts([(fleet, everyone)], settings, {FLEET_UID: names})
         # Every per-SLA dashboard's blueprint is one of the fleet's.
         yield Artifact(
             conventions.GRAFANA_PROVISIONING,
@@ -361,15 +366,17 @@ class GrafanaDashboardsGenerator(Generator):
 
     def _artifacts(
         self,
-        boards: list[tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]],
+        boards: list[tuple[dict[str, Any], tuple[str, ...]]],
         settings: GrafanaDashboardsConfig,
+        owners: Mapping[str, tuple[str, ...]] | None = None,
     ) -> Iterator[Artifact]:
-        """A dashboard file per board (and its ConfigMap); ``services`` names the one
-        service a board belongs to, so lint attributes its queries without guessing
-        from blueprint files (a file may declare several services)."""
+        """A dashboard file per board (and its ConfigMap). ``owners`` (uid -> service)
+        names the one service a board belongs to, so lint attributes its queries without
+        guessing from blueprint files (a file may declare several services)."""
         too_big: list[Diagnostic] = []
-        for board, sources, services in sorted(boards, key=lambda b: str(b[0]["uid"])):
+        for board, sources in sorted(boards, key=lambda b: str(b[0]["uid"])):
             uid = str(board["uid"])
+            services = (owners or {}).get(uid, ())
             yield Artifact(
                 conventions.grafana_dashboard(uid),
                 "json",
