@@ -43,7 +43,13 @@ from obs_iac.plugins import (
 )
 from obs_iac.promql import PromQLSyntaxError, parse
 from obs_iac.render.artifact import Artifact
-from obs_iac.testing import ScopeFleet, assert_scope_holds, compile_workspace, plugin_set
+from obs_iac.testing import (
+    ScopeFleet,
+    assert_scope_holds,
+    compile_blueprints,
+    compile_workspace,
+    plugin_set,
+)
 from tests.test_inhibit_blueprint import ADD, BLUEPRINT
 
 REPO = Path(__file__).resolve().parents[1]
@@ -505,3 +511,14 @@ def test_the_wider_scopes_are_needed(code: str, narrower: str, bad_fleet: ScopeF
     narrowed = type("Narrowed", (type(rule),), {"scope": narrower})()
     with pytest.raises(AssertionError, match=code):
         assert_scope_holds(bad_fleet, narrowed, lint_inputs=INPUTS)
+
+
+def test_compile_blueprints_takes_sources_in_memory() -> None:
+    fleet = compile_blueprints(
+        {"a.py": _service_source("train-a"), "b.py": _service_source("train-b")},
+        extra_generators=[PeersGenerator()],
+    )
+    assert [s.name for s in fleet.plan.services] == ["train-a", "train-b"]
+    assert assert_scope_holds(fleet, GENERATORS["prometheus-rules"]).whole
+    with pytest.raises(AssertionError, match=r"peers/train-a\.json"):
+        assert_scope_holds(fleet, PeersGenerator())
