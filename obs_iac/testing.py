@@ -179,9 +179,11 @@ class ScopeFleet:
     config: RepoConfig
     # generator name -> the repository files it asked for (see Generator.inputs)
     inputs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    _whole: tuple[Artifact, ...] | None = None
-    _fleet_level: tuple[Artifact, ...] | None = None
-    _per_shard: tuple[tuple[Artifact, ...], ...] | None = None
+    _whole: tuple[Artifact, ...] | None = field(default=None, init=False, repr=False)
+    _fleet_level: tuple[Artifact, ...] | None = field(default=None, init=False, repr=False)
+    _per_shard: tuple[tuple[Artifact, ...], ...] | None = field(
+        default=None, init=False, repr=False
+    )
 
     @property
     def plan(self) -> Plan:
