@@ -56,6 +56,11 @@ class Diagnostic:
     origin: str = "obs-iac"
     related: tuple[Location, ...] = field(default=())
 
+    def total_key(self) -> tuple[tuple[str, int, int, int, str, str], str]:
+        """sort_key() made total: diagnostics that tie on it (same place, code and
+        message) still sort the same way in every process, whatever the hash seed."""
+        return (self.sort_key(), repr(self))
+
     def sort_key(self) -> tuple[str, int, int, int, str, str]:
         loc = self.location
         return (
@@ -92,7 +97,7 @@ class ObsIacError(Exception):
     exit_code: ExitCode = ExitCode.BAD_INPUT
 
     def __init__(self, diagnostics: Sequence[Diagnostic]) -> None:
-        self.diagnostics = tuple(sorted(diagnostics, key=Diagnostic.sort_key))
+        self.diagnostics = tuple(sorted(diagnostics, key=Diagnostic.total_key))
         super().__init__("; ".join(d.message for d in self.diagnostics))
 
 

@@ -202,7 +202,8 @@ def verify(
             ) from exc
     today = getattr(inputs, "today", None) or dt.date.today()
     findings = apply_suppressions(plan, findings, today)
-    return tuple(sorted(findings, key=Diagnostic.sort_key))
+    # A set: the same finding made twice (e.g. by two shards) is one finding.
+    return tuple(sorted(set(findings), key=Diagnostic.total_key))
 
 
 @contextmanager

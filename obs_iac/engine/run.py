@@ -417,7 +417,7 @@ def _raise(errors: list[tuple[str, Diagnostic, str]]) -> None:
     """Raises what the shards reported: plugin bugs first (exit 3), else input errors."""
     kind = "PluginError" if any(k == "PluginError" for k, _, _ in errors) else "InputError"
     picked = [(d, tb) for k, d, tb in errors if k == kind]
-    unique = sorted({d for d, _ in picked}, key=Diagnostic.sort_key)
+    unique = sorted({d for d, _ in picked}, key=Diagnostic.total_key)
     error = (PluginError if kind == "PluginError" else InputError)(unique)
     trace = next((tb for _, tb in picked if tb), "")
     if trace:
@@ -644,7 +644,7 @@ def _run_stages(
     return EngineResult(
         plan=plan,
         records=tuple(sorted(settled.records, key=lambda r: r.path)),
-        findings=tuple(sorted(set(findings), key=Diagnostic.sort_key)),
+        findings=tuple(sorted(set(findings), key=Diagnostic.total_key)),
         files=settled.files if state.mode == "collect" else None,
         staged=tuple(sorted(settled.staged)),
         jobs=_pool_size(jobs, n),

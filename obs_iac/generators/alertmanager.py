@@ -23,7 +23,7 @@ from obs_iac.labels import is_classic_label_name
 from obs_iac.packs.inhibit.analysis import AlertIndex, AlertInfo
 from obs_iac.packs.inhibit.matchers import render
 from obs_iac.plan.model import InhibitEdge, Plan
-from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
 from obs_iac.render.serialize import dump_yaml
 
@@ -86,6 +86,7 @@ class AlertmanagerConfig(BaseModel):
 
 class AlertmanagerGenerator(Generator):
     name: ClassVar[str] = "alertmanager"
+    scope: ClassVar[GeneratorScope] = "fleet"  # one file with every edge
     description: ClassVar[str] = (
         "alertmanager/inhibit_rules.yml, and a full alertmanager.yml merged into a base config."
     )
@@ -270,6 +271,8 @@ def _op_rule(edge: InhibitEdge) -> dict[str, Any]:
 
 class AlertmanagerOperatorGenerator(Generator):
     name: ClassVar[str] = "alertmanager-operator"
+    # An edge goes global when its matchers reach other services' alerts.
+    scope: ClassVar[GeneratorScope] = "fleet"
     description: ClassVar[str] = (
         "AlertmanagerConfig CRDs for the inhibit edges, respecting the operator's "
         "namespace matcher strategy."
@@ -363,6 +366,7 @@ def _md(text: str) -> str:
 
 class InhibitMatrixGenerator(Generator):
     name: ClassVar[str] = "inhibit-matrix"
+    scope: ClassVar[GeneratorScope] = "fleet"  # one review page for the fleet
     description: ClassVar[str] = (
         "A markdown source x target inhibit matrix with a coverage report, for reviewers."
     )

@@ -29,7 +29,7 @@ from obs_iac.plan.model import (
     StaticLabelsStage,
     StructuredMetadataStage,
 )
-from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -160,6 +160,10 @@ class AlloyGenerator(Generator):
     name: ClassVar[str] = "alloy"
     description: ClassVar[str] = "Grafana Alloy loki.process blocks per service."
     config_model: ClassVar[type[BaseModel]] = AlloyConfig
+    # One file per service, but fleet-scope on purpose: logs/sla-stream-label is a
+    # plan-scope (cross-service) rule that re-reads these files, and plan-scope rules
+    # only see fleet-scope artifacts. Cheap to generate (a string per service).
+    scope: ClassVar[GeneratorScope] = "fleet"
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         settings = ctx.settings

@@ -8,7 +8,7 @@ from typing import ClassVar
 from obs_iac import conventions
 from obs_iac.generators.common import sources_of
 from obs_iac.plan.model import CollectorSet, Plan
-from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
 
 
@@ -25,6 +25,8 @@ def collectors_text(collector_set: CollectorSet, header: str) -> str:
 class DcgmCollectorsGenerator(Generator):
     name: ClassVar[str] = "dcgm-collectors"
     description: ClassVar[str] = "dcgm-exporter collectors.csv and its ConfigMap."
+    # One collectors.csv per collector set; a set belongs to one service.
+    scope: ClassVar[GeneratorScope] = "service"
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         for cset in plan.collector_sets:

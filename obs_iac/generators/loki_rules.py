@@ -12,13 +12,15 @@ from typing import ClassVar
 from obs_iac import conventions
 from obs_iac.generators.common import rule_dict, sources_of
 from obs_iac.plan.model import Plan
-from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
 
 
 class LokiRulesGenerator(Generator):
     name: ClassVar[str] = "loki-rules"
     description: ClassVar[str] = "Loki ruler rule files with LogQL alerts per service."
+    # One file per log pipeline; a pipeline belongs to one service.
+    scope: ClassVar[GeneratorScope] = "service"
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         for pipeline in plan.log_pipelines:

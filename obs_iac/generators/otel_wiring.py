@@ -17,7 +17,7 @@ from obs_iac.labels import KEYS_BY_NAME
 from obs_iac.packs.framework import EXTENSION
 from obs_iac.packs.framework.wiring import SERVICE_INSTANCE_PLACEHOLDER, OtelWiring
 from obs_iac.plan.model import Plan
-from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
 
 
@@ -168,10 +168,12 @@ class OtelWiringGenerator(Generator):
         "and the Prometheus OTLP or scrape fragment for the framework layer."
     )
 
+    # Every file is one service's, except the OTLP fragment, which merges what all
+    # services promote into prometheus.yml's one global `otlp:` section.
+    scope: ClassVar[GeneratorScope] = "service"
+
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
-        found = wirings(plan)
-        otlp: list[OtelWiring] = []
-        for w in found:
+        for w in wirings(plan):
             sources = sources_of(plan, [w.service])
             yield Artifact(
                 conventions.otel_env_file(w.service),
@@ -196,9 +198,7 @@ class OtelWiringGenerator(Generator):
                 self.name,
                 sources,
             )
-            if w.resource_attributes == "prometheus-otlp":
-                otlp.append(w)
-            else:
+            if w.resource_attributes != "prometheus-otlp":
                 yield Artifact(
                     conventions.prometheus_collector_scrape(w.service),
                     "yaml",
@@ -216,6 +216,9 @@ class OtelWiringGenerator(Generator):
                     self.name,
                     sources,
                 )
+
+    def generate_fleet(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
+        otlp = [w for w in wirings(plan) if w.resource_attributes == "prometheus-otlp"]
         if otlp:
             promote = sorted({k for w in otlp for k in w.promote})
             yield Artifact(

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from obs_iac import conventions
 from obs_iac.generators.common import sources_of
 from obs_iac.plan.model import Plan, RelabelRule
-from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
 
 _CAMEL = {
@@ -42,6 +42,9 @@ class PrometheusRelabelGenerator(Generator):
     """
 
     name: ClassVar[str] = "prometheus-relabel"
+    # Files are shared by every service with the same relabelling, and named after
+    # the first of them: a service's file depends on the others.
+    scope: ClassVar[GeneratorScope] = "fleet"
     description: ClassVar[str] = "metric_relabel_configs / metricRelabelings to canonical labels."
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:

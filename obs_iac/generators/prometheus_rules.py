@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from obs_iac import conventions
 from obs_iac.generators.common import group_dict, groups_by_service, sources_of
 from obs_iac.plan.model import Plan
-from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
 
 
@@ -25,6 +25,8 @@ class PrometheusRulesGenerator(Generator):
     name: ClassVar[str] = "prometheus-rules"
     description: ClassVar[str] = "Plain Prometheus rule files and PrometheusRule CRDs."
     config_model: ClassVar[type[BaseModel]] = PrometheusRulesConfig
+    # One file per service, from that service's rule groups only.
+    scope: ClassVar[GeneratorScope] = "service"
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         settings = ctx.settings

@@ -31,7 +31,7 @@ from obs_iac.plan.model import (
     StaticLabelsStage,
     StructuredMetadataStage,
 )
-from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
 
 # Kubernetes pod label names are sanitised into meta label names like Prometheus labels.
@@ -122,6 +122,10 @@ class PromtailGenerator(Generator):
     name: ClassVar[str] = "promtail"
     description: ClassVar[str] = "Promtail scrape_configs with pipeline_stages (legacy agent)."
     config_model: ClassVar[type[BaseModel]] = PromtailConfig
+    # One file per service, but fleet-scope on purpose: logs/sla-stream-label is a
+    # plan-scope (cross-service) rule that re-reads these files, and plan-scope rules
+    # only see fleet-scope artifacts. Cheap to generate (a string per service).
+    scope: ClassVar[GeneratorScope] = "fleet"
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         settings = ctx.settings

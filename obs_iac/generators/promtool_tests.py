@@ -11,7 +11,7 @@ from obs_iac import conventions
 from obs_iac.generators.common import groups_by_service, sources_of
 from obs_iac.labels import TEMPLATE_OPEN_ESCAPED
 from obs_iac.plan.model import AlertRule, AlertTestCase, Plan
-from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
 
 _LABEL_REF = re.compile(r"\{\{\s*\$labels\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -65,6 +65,8 @@ def _tests(alert: AlertRule, cases: list[AlertTestCase]) -> list[dict[str, Any]]
 class PromtoolTestsGenerator(Generator):
     name: ClassVar[str] = "promtool-tests"
     description: ClassVar[str] = "promtool test rules files for every generated alert."
+    # One test file per service (and evaluation step), next to its own rule file.
+    scope: ClassVar[GeneratorScope] = "service"
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         for service, groups in sorted(groups_by_service(plan).items()):

@@ -16,7 +16,7 @@ from obs_iac.diagnostics import Diagnostic, Location
 from obs_iac.generators.grafana.layout import GRID_COLUMNS, UID_PATTERN, GridPos
 from obs_iac.generators.grafana.queries import BUILTIN_VARIABLES, referenced_variables
 from obs_iac.plan.model import Plan
-from obs_iac.plugins import LintContext, LintRule
+from obs_iac.plugins import LintContext, LintRule, LintScope
 from obs_iac.render.artifact import Artifact
 
 DASHBOARD_DIR = "grafana/dashboards/"
@@ -92,6 +92,12 @@ class _DashboardRule(LintRule):
 
 class DashboardUid(_DashboardRule):
     code: ClassVar[str] = "dashboard/uid"
+    # Per dashboard, plus uniqueness among the dashboards of one call. Across services it
+    # holds by construction: a dashboard's file is grafana/dashboards/<uid>.json and the
+    # pipeline rejects two artifacts with one path, whichever shards made them; third
+    # party dashboards under other paths come from fleet-scope generators unless their
+    # author declares otherwise (docs/plugins.md, "Scope").
+    scope: ClassVar[LintScope] = "service"
     description: ClassVar[str] = "Dashboard uids use [a-zA-Z0-9-_], at most 40, and are unique."
 
     def check(
@@ -124,6 +130,7 @@ class DashboardUid(_DashboardRule):
 
 class DashboardPanelIds(_DashboardRule):
     code: ClassVar[str] = "dashboard/panel-ids"
+    scope: ClassVar[LintScope] = "service"  # within one dashboard
     description: ClassVar[str] = "Every panel (rows included) has a unique integer id."
 
     def check(
@@ -153,6 +160,7 @@ class DashboardPanelIds(_DashboardRule):
 
 class DashboardGrid(_DashboardRule):
     code: ClassVar[str] = "dashboard/grid"
+    scope: ClassVar[LintScope] = "service"  # within one dashboard
     description: ClassVar[str] = "gridPos stays inside 24 columns and panels do not overlap."
 
     def check(
@@ -216,6 +224,7 @@ def _texts(value: Any) -> Iterator[str]:
 
 class DashboardVariables(_DashboardRule):
     code: ClassVar[str] = "dashboard/variables"
+    scope: ClassVar[LintScope] = "service"  # within one dashboard
     description: ClassVar[str] = "Every template variable is used, and every reference resolves."
 
     def check(

@@ -31,7 +31,7 @@ from obs_iac.generators.grafana.layout import (
 from obs_iac.generators.grafana.queries import VariableNames, parametrise, used_variables
 from obs_iac.labels import GPU_ID, PYTORCH_RANK, SLA_ID, LabelNaming
 from obs_iac.plan.model import DashboardRow, Panel, PanelQuery, Plan, ServicePlan
-from obs_iac.plugins import Generator, GeneratorContext
+from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.promql import PromQLSyntaxError, parse
 from obs_iac.render.artifact import Artifact
 
@@ -324,10 +324,15 @@ class GrafanaDashboardsGenerator(Generator):
     )
     config_model: ClassVar[type[BaseModel]] = GrafanaDashboardsConfig
 
+    # Each SLA dashboard reads only its service (and the fleet's metric catalogue); the
+    # fleet overview and the provisioning file need every service: generate_fleet.
+    scope: ClassVar[GeneratorScope] = "service"
+
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         settings = ctx.settings
         assert isinstance(settings, GrafanaDashboardsConfig)
         boards: list[tuple[dict[str, Any], tuple[str, ...]]] = []
+        owners: dict[str, tuple[str, ...]] = {}
         rows_by_service: dict[str, list[DashboardRow]] = {}
         for row in plan.dashboard_rows:
             rows_by_service.setdefault(row.service, []).append(row)
@@ -337,20 +342,49 @@ class GrafanaDashboardsGenerator(Generator):
                 continue
             board = service_dashboard(plan, svc, rows, ctx.naming, settings)
             boards.append((board, sources_of(plan, [svc.name])))
+            owners[str(board["uid"])] = (svc.name,)
+        yield from self._artifacts(boards, settings, owners)
+
+    def generate_fleet(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
+        settings = ctx.settings
+        assert isinstance(settings, GrafanaDashboardsConfig)
+        everyone = sources_of(plan, [s.name for s in plan.services])
         if plan.services:
             fleet = fleet_dashboard(plan, ctx.naming, settings)
-            boards.append((fleet, sources_of(plan, [s.name for s in plan.services])))
-        yield from self._artifacts(boards, settings)
+            # Named after every service: with one service, lint still attributes the
+            # overview to it whether it sees the whole plan or the fleet shard.
+            names = tuple(s.name for s in plan.services)
+            yield from self._artifacts([(fleet, everyone)], settings, {FLEET_UID: names})
+        # Every per-SLA dashboard's blueprint is one of the fleet's.
+        yield Artifact(
+            conventions.GRAFANA_PROVISIONING,
+            "yaml",
+            provisioning(settings),
+            self.name,
+            everyone,
+        )
 
     def _artifacts(
         self,
         boards: list[tuple[dict[str, Any], tuple[str, ...]]],
         settings: GrafanaDashboardsConfig,
+        owners: Mapping[str, tuple[str, ...]] | None = None,
     ) -> Iterator[Artifact]:
+        """A dashboard file per board (and its ConfigMap). ``owners`` (uid -> service)
+        names the one service a board belongs to, so lint attributes its queries without
+        guessing from blueprint files (a file may declare several services)."""
         too_big: list[Diagnostic] = []
         for board, sources in sorted(boards, key=lambda b: str(b[0]["uid"])):
             uid = str(board["uid"])
-            yield Artifact(conventions.grafana_dashboard(uid), "json", board, self.name, sources)
+            services = (owners or {}).get(uid, ())
+            yield Artifact(
+                conventions.grafana_dashboard(uid),
+                "json",
+                board,
+                self.name,
+                sources,
+                services=services,
+            )
             if not settings.configmaps:
                 continue
             text = json.dumps(board, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -391,16 +425,10 @@ class GrafanaDashboardsGenerator(Generator):
                 configmap,
                 self.name,
                 sources,
+                services=services,
             )
         if too_big:
             raise InputError(too_big)
-        yield Artifact(
-            conventions.GRAFANA_PROVISIONING,
-            "yaml",
-            provisioning(settings),
-            self.name,
-            tuple(sorted({s for _, srcs in boards for s in srcs})),
-        )
 
 
 def provisioning(settings: GrafanaDashboardsConfig) -> dict[str, Any]:
@@ -654,6 +682,7 @@ def fleet_dashboard(
             if item.panel.key == "slo-status" and len(exprs) > 1:
                 data["transformations"] = [{"id": "merge", "options": {}}]
             panels.append(data)
+    with_rows = {r.service for r in plan.dashboard_rows}
     links = [
         _to_data(
             G.DashboardLink(
@@ -667,7 +696,7 @@ def fleet_dashboard(
             )
         )
         for svc in plan.services
-        if any(r.service == svc.name for r in plan.dashboard_rows)
+        if svc.name in with_rows
     ]
     links.append(
         _to_data(

@@ -9,6 +9,7 @@ from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
 from obs_iac.lint.rulefile import parse_duration
+from obs_iac.plugins import LintScope
 
 REQUIRED_LABELS = ("severity",)
 REQUIRED_ANNOTATIONS = ("summary", "runbook_url")
@@ -16,6 +17,9 @@ REQUIRED_ANNOTATIONS = ("summary", "runbook_url")
 
 class RequiredFields(CorpusRule):
     code: ClassVar[str] = "alert/required-fields"
+    # Reads only its own rule groups and dashboards; the catalogue is the fleet's in
+    # every shard.
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "An alert without severity, summary or runbook_url."
 
@@ -41,6 +45,9 @@ class RequiredFields(CorpusRule):
 
 class ForShorterThanInterval(CorpusRule):
     code: ClassVar[str] = "alert/for-shorter-than-interval"
+    # Reads only its own rule groups and dashboards; the catalogue is the fleet's in
+    # every shard.
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "An alert `for` shorter than the group's evaluation interval."
 

@@ -9,10 +9,15 @@ from obs_iac.catalog import dcgm
 from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
+from obs_iac.plugins import LintScope
 
 
 class FieldNotCollected(CorpusRule):
     code: ClassVar[str] = "dcgm/field-not-collected"
+    # A service's queries are compared with that service's own collector set. Queries
+    # of no one service (the fleet overview, linted with the fleet shard, which has no
+    # collector set) would be skipped; the overview reads recorded series only.
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = (
         "A query reads a DCGM field the service's exporter does not collect."

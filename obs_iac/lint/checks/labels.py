@@ -9,10 +9,14 @@ from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.checks.promql import label_refs
 from obs_iac.lint.engine import Corpus, canonical_suggestion, describe_ref
+from obs_iac.plugins import LintScope
 
 
 class DidYouMean(CorpusRule):
     code: ClassVar[str] = "labels/did-you-mean"
+    # Reads only its own rule groups and dashboards; the catalogue is the fleet's in
+    # every shard.
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = (
         "A label that does not exist where it is used, but is canonical under another "

@@ -9,6 +9,7 @@ from typing import ClassVar
 from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
+from obs_iac.plugins import LintScope
 
 # Histogram and summary parts are counters named by their own convention.
 COUNTER_SUFFIXES = ("_total", "_count", "_sum", "_bucket")
@@ -26,6 +27,10 @@ def exporter_native(name: str, source: str) -> bool:
 
 class CounterTotal(CorpusRule):
     code: ClassVar[str] = "naming/counter-total"
+    # Per service: the recording-rule half reads the service's own groups. The catalogue
+    # half reads plan.metrics, which every shard holds whole; each shard then makes the
+    # same finding, which obs-iac reports once (findings are a set).
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "A counter (catalogued or recorded) whose name lacks _total."
 
@@ -64,6 +69,7 @@ class CounterTotal(CorpusRule):
 
 class RecordFormat(CorpusRule):
     code: ClassVar[str] = "naming/record-format"
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "A recorded series not named level:metric:operations."
 

@@ -15,11 +15,15 @@ from obs_iac.lint.engine import (
 )
 from obs_iac.lint.gotemplate import label_references
 from obs_iac.lint.rulefile import ParsedRule
+from obs_iac.plugins import LintScope
 from obs_iac.promql.labelflow import LabelRef
 
 
 class Syntax(CorpusRule):
     code: ClassVar[str] = "promql/syntax"
+    # Reads only its own rule groups and dashboards; the catalogue is the fleet's in
+    # every shard.
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = "The expression does not parse in the oldest Prometheus targeted."
 
@@ -59,6 +63,7 @@ def label_refs(corpus: Corpus, rule: ParsedRule) -> list[LabelRef]:
 
 class LabelFlow(CorpusRule):
     code: ClassVar[str] = "promql/label-flow"
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = (
         "A matcher, grouping, join label or alert template names a label that does not "
@@ -88,6 +93,7 @@ class LabelFlow(CorpusRule):
 
 class RateOnNonCounter(CorpusRule):
     code: ClassVar[str] = "promql/rate-on-non-counter"
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = "rate/irate/increase applied to a gauge."
 
@@ -110,6 +116,7 @@ class RateOnNonCounter(CorpusRule):
 
 class HistogramQuantileNonBucket(CorpusRule):
     code: ClassVar[str] = "promql/histogram-quantile-non-bucket"
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = "histogram_quantile over something that is not a bucket series."
 
@@ -131,6 +138,7 @@ class HistogramQuantileNonBucket(CorpusRule):
 
 class UnitScale(CorpusRule):
     code: ClassVar[str] = "promql/unit-scale"
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = "A 0-100 percent compared with a 0-1 ratio, or the reverse."
 
@@ -160,6 +168,7 @@ class UnitScale(CorpusRule):
 
 class Regex(CorpusRule):
     code: ClassVar[str] = "promql/regex"
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = "Regex matchers that are not RE2 or are anchored redundantly."
 
@@ -200,6 +209,7 @@ class Regex(CorpusRule):
 
 class JoinNoCommonLabels(CorpusRule):
     code: ClassVar[str] = "promql/join-no-common-labels"
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = "A binary operation whose two sides can never match."
 

@@ -9,6 +9,7 @@ from obs_iac.diagnostics import Diagnostic, Location, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus, Unit
 from obs_iac.lint.rulefile import ParsedRule
+from obs_iac.plugins import LintScope
 
 
 def _file_problems(corpus: Corpus, code: str) -> Iterator[Diagnostic]:
@@ -28,6 +29,8 @@ def _file_problems(corpus: Corpus, code: str) -> Iterator[Diagnostic]:
 
 class Structure(CorpusRule):
     code: ClassVar[str] = "rules/structure"
+    # Only hand-written files have structure problems; the plan's groups never do.
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = (
         "The rule file does not decode strictly as Prometheus rulefmt (unknown fields, "
@@ -40,6 +43,8 @@ class Structure(CorpusRule):
 
 class Duplicate(CorpusRule):
     code: ClassVar[str] = "rules/duplicate"
+    # Duplicates count within one rule file, and a service's groups make one file.
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = "Two alerts or records with the same name and identical labels."
 
@@ -69,6 +74,8 @@ class Duplicate(CorpusRule):
 
 class DuplicateGroup(CorpusRule):
     code: ClassVar[str] = "rules/duplicate-group"
+    # Group names must be unique across the whole plan: a cross-service check.
+    scope: ClassVar[LintScope] = "plan"
     default_severity: ClassVar[Severity] = Severity.ERROR
     description: ClassVar[str] = (
         "Two rule groups with the same name in one file, one Mimir namespace, or one plan."

@@ -9,10 +9,14 @@ from obs_iac.diagnostics import Diagnostic, Location, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
 from obs_iac.lint.suppress import expired
+from obs_iac.plugins import LintScope
 
 
 class ExpiredSuppression(CorpusRule):
     code: ClassVar[str] = "lint/expired-suppression"
+    # Whole plan, not per service: whether a date has passed changes without any input
+    # changing, and per-service findings are cached.
+    scope: ClassVar[LintScope] = "plan"
     default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "A blueprint suppression whose `until` date has passed."
 

@@ -16,7 +16,7 @@ from obs_iac.diagnostics import Diagnostic, Location, Severity
 from obs_iac.packs.inhibit.analysis import AlertIndex, AlertInfo
 from obs_iac.packs.inhibit.matchers import literal_values, provably_disjoint, render
 from obs_iac.plan.model import InhibitEdge, Plan
-from obs_iac.plugins import LintContext, LintRule
+from obs_iac.plugins import LintContext, LintRule, LintScope
 from obs_iac.render.artifact import Artifact
 
 # Higher pages louder. Unknown severities are not ranked (no finding).
@@ -62,6 +62,9 @@ def _names(alerts: Iterable[AlertInfo]) -> str:
 
 class InhibitRule(LintRule):
     """Common loop: one edge at a time, honouring per-service suppressions."""
+
+    # An edge's matchers may select alerts of any service (AlertIndex over the plan).
+    scope: ClassVar[LintScope] = "plan"
 
     def check(
         self, plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext
@@ -297,6 +300,8 @@ class DottedLabel(LintRule):
     """Re-reports the label spellings the inhibit pack mapped while expanding."""
 
     code: ClassVar[str] = "inhibit/dotted-label"
+    # Notes are made while expanding one service and name it.
+    scope: ClassVar[LintScope] = "service"
     default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "A dotted canonical key in an edge was mapped to its spelling."
 
@@ -331,6 +336,9 @@ class OperatorGlobal(LintRule):
     """Explains which edges the operator output had to put into the global config."""
 
     code: ClassVar[str] = "inhibit/operator-global"
+    # Placement reads every service's alerts; alertmanager-operator is fleet-scope, so
+    # its artifacts are among the ones a plan-scope rule sees.
+    scope: ClassVar[LintScope] = "plan"
     default_severity: ClassVar[Severity] = Severity.INFO
     description: ClassVar[str] = (
         "An edge cannot live in a namespaced AlertmanagerConfig under the matcher strategy."

@@ -24,7 +24,7 @@ from obs_iac.plan.model import (
     StaticLabelsStage,
     StructuredMetadataStage,
 )
-from obs_iac.plugins import LintContext, LintRule
+from obs_iac.plugins import LintContext, LintRule, LintScope
 from obs_iac.render.artifact import Artifact
 
 CODE = "logs/sla-stream-label"
@@ -84,6 +84,10 @@ def _alloy_steps(text: str) -> Iterator[tuple[str, Any]]:
 
 class SlaStreamLabelRule(LintRule):
     code: ClassVar[str] = CODE
+    # "A service has no log pipeline" is only a finding when some other service has one
+    # (logs are managed here), a cross-service fact; the files it re-reads come from
+    # alloy and promtail, which stay fleet-scope so that a plan-scope rule sees them.
+    scope: ClassVar[LintScope] = "plan"
     description: ClassVar[str] = (
         "Every service's logs carry business_sla_id (its own value) as a Loki stream label."
     )
