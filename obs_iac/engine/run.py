@@ -113,6 +113,11 @@ class _Settled:
     files: dict[str, bytes] = field(default_factory=dict)
     staged: list[str] = field(default_factory=list)
 
+    def extend(self, other: _Settled) -> None:
+        self.records.extend(other.records)
+        self.files.update(other.files)
+        self.staged.extend(other.staged)
+
 
 @dataclass
 class _State:
@@ -136,6 +141,8 @@ class _State:
     service_rules: list[tuple[LoadedPlugin, LintContext]] = field(default_factory=list)
     shard_keys: list[str] = field(default_factory=list)
     keep_artifacts: bool = False
+    plan: Plan | None = None
+    fleet_jobs: list[tuple[LoadedPlugin, GeneratorContext, str]] = field(default_factory=list)
 
 
 _STATE: _State | None = None
@@ -378,39 +385,34 @@ def _pool_size(jobs: int, work: int) -> int:
     return max(1, min(jobs, work // MIN_SHARDS_PER_WORKER))
 
 
-def _run(
-    fn: Callable[[int], tuple[int, T]], indices: list[int], workers: int, progress: Progress
-) -> Iterator[tuple[int, T]]:
-    """Results of fn over indices, in completion order. With workers, the pool is forked
-    here and now (so workers see the _STATE the main process holds at this moment) and
-    starts at once: the caller may do other work before it reads the results. Closing
-    the iterator stops the pool."""
-    if workers <= 1 or len(indices) < 2:
-        return _inline(fn, indices, progress)
-    chunk = max(1, len(indices) // (workers * 16))
-    pool = multiprocessing.get_context("fork").Pool(processes=workers)
-    return _drain(pool, pool.imap_unordered(fn, indices, chunksize=chunk), progress)
-
-
-def _inline(
-    fn: Callable[[int], tuple[int, T]], indices: list[int], progress: Progress
-) -> Iterator[tuple[int, T]]:
-    for index in indices:
-        yield fn(index)
+def _advancing(results: Iterator[T], progress: Progress) -> Iterator[T]:
+    for result in results:
+        yield result
         progress.advance()
 
 
-def _drain(
-    pool: Any, results: Iterator[tuple[int, T]], progress: Progress
-) -> Iterator[tuple[int, T]]:
-    try:
-        for result in results:
-            yield result
-            progress.advance()
-        pool.close()
-    finally:
-        pool.terminate()
-        pool.join()
+class _Workers:
+    """A forked pool, or the calling process when there is one worker. Forked at
+    construction, so workers see the _STATE the main process holds at that moment;
+    tasks start as soon as they are submitted."""
+
+    def __init__(self, workers: int) -> None:
+        self.pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None
+
+    def map(
+        self, fn: Callable[[int], tuple[int, T]], items: Iterable[int], chunk: int
+    ) -> Iterator[tuple[int, T]]:
+        if self.pool is None:
+            return (fn(i) for i in items)
+        return self.pool.imap_unordered(fn, items, chunksize=chunk)
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
 
 
 def _raise(errors: list[tuple[str, Diagnostic, str]]) -> None:
@@ -543,12 +545,15 @@ def _run_stages(
         todo.append(index)
     errors: list[tuple[str, Diagnostic, str]] = []
     progress.phase("expanding", len(todo))
-    for index, payload in _run(_expand, todo, _pool_size(jobs, len(todo)), progress):
-        result = pickle.loads(payload)
-        if result[0] == "error":
-            errors.extend((result[1], d, result[3]) for d in result[2])
-        else:
-            contributions[index] = result[1]
+    workers = _pool_size(jobs, len(todo))
+    with _Workers(workers) as pool:
+        chunk = max(1, len(todo) // (workers * 16))
+        for index, payload in _advancing(pool.map(_expand, todo, chunk), progress):
+            result = pickle.loads(payload)
+            if result[0] == "error":
+                errors.extend((result[1], d, result[3]) for d in result[2])
+            else:
+                contributions[index] = result[1]
     if errors:
         _raise(errors)
     done = [c for c in contributions if c is not None]
@@ -585,54 +590,46 @@ def _run_stages(
     shared = digest(catalogue_key(catalogue), *inputs_parts)
     state.shard_keys = [shard_key(k, shared, "", lint_id) for k in state.expansion_keys]
 
+    state.plan = plan
+    state.fleet_jobs = _fleet_jobs(service_gens, fleet_gens)
     progress.phase("rendering", n)
     settled = _Settled()
     findings: list[Diagnostic] = []
     problems: list[tuple[str, Diagnostic, str]] = []
     all_artifacts: list[Artifact] = []
-    fleet_settled = _Settled()
-    fleet_problems: list[tuple[str, Diagnostic, str]] = []
+    fleet_artifacts: list[Artifact] = []
     workers = _pool_size(jobs, n)
-    results = _run(_shard, list(range(n)), workers, progress)
-    try:
-        fleet_artifacts: list[Artifact] | None = None
-        if workers > 1:
-            # The shards are already running in the pool: render the fleet-level files
-            # meanwhile.
-            fleet_artifacts = _fleet_files(
-                state, plan, service_gens, fleet_gens, fleet_settled, fleet_problems
-            )
-        for _index, payload in results:
+    with _Workers(workers) as pool:
+        # Fleet-level generators first, one task each (they are the longest), then the
+        # shards in chunks; both run on the same workers.
+        fleet_results = pool.map(_fleet_task, range(len(state.fleet_jobs)), chunk=1)
+        shard_results = pool.map(_shard, range(n), chunk=max(1, n // (workers * 16)))
+        for _index, payload in shard_results:
+            progress.advance()
             if payload[0] == "error":
                 problems.extend((payload[1], d, payload[3]) for d in payload[2])
                 continue
             _tag, part, shard_findings, shard_problems, shard_artifacts, hit = payload
             if cache is not None:
                 cache.count(hit)
-            settled.records.extend(part.records)
-            settled.files.update(part.files)
-            settled.staged.extend(part.staged)
+            settled.extend(part)
             findings.extend(shard_findings)
             problems.extend(("PluginError", d, "") for d in shard_problems)
             if shard_artifacts is not None:
                 all_artifacts.extend(shard_artifacts)
-    finally:
-        close = getattr(results, "close", None)
-        if close is not None:
-            close()
-    if fleet_artifacts is None and not any(d.code == "plugin/crash" for _, d, _ in problems):
-        fleet_artifacts = _fleet_files(
-            state, plan, service_gens, fleet_gens, fleet_settled, fleet_problems
-        )
-    settled.records.extend(fleet_settled.records)
-    settled.files.update(fleet_settled.files)
-    settled.staged.extend(fleet_settled.staged)
-    problems.extend(fleet_problems)
-    if fleet_artifacts is not None:
+        for _index, payload in fleet_results:
+            if payload[0] == "error":
+                problems.extend((payload[1], d, payload[3]) for d in payload[2])
+                continue
+            _tag, part, produced, fleet_problems = payload
+            settled.extend(part)
+            fleet_artifacts.extend(produced)
+            problems.extend(("PluginError", d, "") for d in fleet_problems)
+    fleet_artifacts.sort(key=lambda a: a.path)
+    if not any(d.code == "plugin/crash" for _, d, _ in problems):
         problems.extend(("PluginError", d, "") for d in _path_conflicts(settled.records))
     if problems:
         _raise(problems)
-    assert fleet_artifacts is not None
     if lint:
         progress.phase("checking the fleet", 0)
         findings.extend(_fleet_lint(state, plan, fleet_artifacts, all_artifacts, rules))
@@ -653,29 +650,39 @@ def _run_stages(
     )
 
 
-def _fleet_files(
-    state: _State,
-    plan: Plan,
+def _fleet_jobs(
     service_gens: list[tuple[LoadedPlugin, GeneratorContext]],
     fleet_gens: list[tuple[LoadedPlugin, GeneratorContext]],
-    settled: _Settled,
-    problems: list[tuple[str, Diagnostic, str]],
-) -> list[Artifact]:
-    artifacts: list[Artifact] = []
-    for gen, ctx in sorted(service_gens + fleet_gens, key=lambda g: g[0].name):
-        if _scope(gen) == "service":
-            fleet_part = getattr(gen.obj, "generate_fleet", None)
-            if fleet_part is None:
-                continue
-            produced: list[Artifact] = _call(gen, f"generator {gen.name!r}", fleet_part, plan, ctx)
-        else:
-            produced = _call(gen, f"generator {gen.name!r}", gen.obj.generate, plan, ctx)
-        problems.extend(("PluginError", d, "") for d in _checked_paths(gen, produced))
-        artifacts.extend(a for a in produced if conventions.is_safe_relative(a.path))
-    artifacts.sort(key=lambda a: a.path)
+) -> list[tuple[LoadedPlugin, GeneratorContext, str]]:
+    """The fleet-level work, one task per generator: (plugin, context, method name)."""
+    jobs = [(gen, ctx, "generate") for gen, ctx in fleet_gens]
+    jobs += [
+        (gen, ctx, "generate_fleet")
+        for gen, ctx in service_gens
+        if getattr(gen.obj, "generate_fleet", None) is not None
+    ]
+    return sorted(jobs, key=lambda job: job[0].name)
+
+
+def _fleet_task(index: int) -> tuple[int, Any]:
+    """One fleet-level generator over the whole plan (forked workers inherit it)."""
+    state = _STATE
+    assert state is not None and state.plan is not None
+    gen, ctx, method = state.fleet_jobs[index]
+    try:
+        produced: list[Artifact] = _call(
+            gen, f"generator {gen.name!r}", getattr(gen.obj, method), state.plan, ctx
+        )
+    except ObsIacError as exc:
+        return index, _error_payload(exc)
+    problems = _checked_paths(gen, produced)
+    artifacts = sorted(
+        (a for a in produced if conventions.is_safe_relative(a.path)), key=lambda a: a.path
+    )
+    settled = _Settled()
     for art in artifacts:
         _settle(state, art.path, art.generator, serialize(art), settled)
-    return artifacts
+    return index, ("ok", settled, artifacts, problems)
 
 
 def _fleet_lint(
