@@ -352,3 +352,31 @@ def test_a_hand_edited_file_is_found_although_unchanged_files_are_not_read_back(
     assert "1 changed" in fixed.stderr
     assert target.read_bytes() == original
     assert run_cli(["render", "--check"], rendered).exit_code == 0
+
+
+class EveryArtifact(plugin_api.LintRule):
+    """A rule that says nothing about its scope: it must see every artifact, so the
+    engine ships the shards' artifacts to the main process for it."""
+
+    code: ClassVar[str] = "toy/every-artifact"
+    default_severity: ClassVar[Severity] = Severity.INFO
+
+    def check(
+        self, plan: Plan, artifacts: tuple[Artifact, ...], ctx: plugin_api.LintContext
+    ) -> Iterable[Diagnostic]:
+        yield Diagnostic(
+            self.code,
+            Severity.INFO,
+            f"{len(plan.services)} services, {len(artifacts)} artifacts, "
+            f"first {artifacts[0].path}, last {artifacts[-1].path}",
+        )
+
+
+def test_a_fleet_scope_rule_sees_every_artifact(fleet_repo: Path) -> None:
+    ws = open_workspace(fleet_repo)
+    plugins = with_toys((plugin_api.LINT_RULES, EveryArtifact()))
+    files, findings = reference(ws, plugins)
+    mine = [f for f in findings if "toy/every-artifact" in f]
+    assert len(mine) == 1 and f"{len(files)} artifacts" in mine[0]
+    for _ in range(2):  # cold, then from the cache
+        assert collected(run(ws, plugins, mode="collect", jobs=2)) == (files, findings)
