@@ -380,3 +380,19 @@ def test_a_fleet_scope_rule_sees_every_artifact(fleet_repo: Path) -> None:
     assert len(mine) == 1 and f"{len(files)} artifacts" in mine[0]
     for _ in range(2):  # cold, then from the cache
         assert collected(run(ws, plugins, mode="collect", jobs=2)) == (files, findings)
+
+
+def test_cached_bytecode_reports_the_same_locations(rendered: Path, run_cli: Any) -> None:
+    """Blueprints run from cached bytecode the second time; a mistake in one is reported
+    at the same file and line either way."""
+    bad = rendered / "blueprints" / "broken.py"
+    bad.write_text(
+        "from obs_iac import GpuFleet, service\n\n"
+        "fleet = GpuFleet(model='A100-SXM4-80GB', count='many', driver_version='535.129.03')\n"
+    )
+    first = run_cli(["render"], rendered)
+    second = run_cli(["render"], rendered)
+    assert first.exit_code == second.exit_code == 2
+    assert "blueprints/broken.py:3" in first.stderr
+    assert first.stderr == second.stderr
+    assert list((Path(os.environ[CACHE_DIR_ENV]) / "code").rglob("*"))

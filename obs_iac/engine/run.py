@@ -472,7 +472,10 @@ def run(
     jobs = jobs or default_jobs()
     with _no_cyclic_gc():
         plugins = plugins or pipeline.discover(ws.config)
-        loaded = load_blueprints(ws.root, ws.config.blueprints)
+        cache_dir = (cache_dir or cache_root(ws.root)) if use_cache else None
+        loaded = load_blueprints(
+            ws.root, ws.config.blueprints, code_cache=cache_dir / "code" if cache_dir else None
+        )
         if not loaded.registrations and not loaded.problems:
             raise _no_services(ws.config.blueprints)
         services = validate_services(loaded, plugins)
@@ -485,7 +488,6 @@ def run(
             expansion_key(base, p, sources.get(s.file, ""))
             for p, s in zip(plans, services, strict=True)
         ]
-        cache_dir = (cache_dir or cache_root(ws.root)) if use_cache else None
         cache = Cache(cache_dir) if cache_dir is not None else None
         out = ws.output
         existed = out.is_dir()

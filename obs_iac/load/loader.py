@@ -7,9 +7,15 @@ discovered sorted by their path, and nothing afterwards depends on discovery ord
 from __future__ import annotations
 
 import ast
+import hashlib
+import marshal
+import os
+import sys
 import traceback
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,7 +29,13 @@ from obs_iac.diagnostics import Diagnostic, Location, Severity
 class BlueprintFile:
     path: str  # relative to the repository root, POSIX form
     source: str
-    tree: ast.Module
+    filename: str = ""  # as the code was compiled (absolute), for the parser's messages
+
+    @cached_property
+    def tree(self) -> ast.Module:
+        """Parsed on first use: only diagnostics need the syntax tree (to point at a
+        keyword), and parsing every blueprint costs more than running it."""
+        return ast.parse(self.source, filename=self.filename or self.path)
 
 
 @dataclass(frozen=True)
@@ -34,11 +46,16 @@ class LoadedBlueprints:
     # reports every mistake in the repository.
     problems: tuple[Diagnostic, ...] = ()
 
+    @cached_property
+    def _by_path(self) -> dict[str, BlueprintFile]:
+        return {f.path: f for f in self.files}
+
+    def file(self, path: str) -> BlueprintFile | None:
+        return self._by_path.get(path)
+
     def tree(self, path: str) -> ast.Module | None:
-        for f in self.files:
-            if f.path == path:
-                return f.tree
-        return None
+        found = self._by_path.get(path)
+        return found.tree if found is not None else None
 
 
 def discover_files(root: Path, folder: str) -> list[Path]:
@@ -150,7 +167,35 @@ def _user_frame_line(exc: BaseException, filename: str) -> int | None:
     return line
 
 
-def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) -> LoadedBlueprints:
+def _compiled(source: str, filename: str, code_cache: Path | None) -> CodeType:
+    """The blueprint's bytecode, from the cache when the same source was compiled for
+    the same path by the same Python before."""
+    if code_cache is None:
+        return compile(source, filename, "exec")
+    key = hashlib.sha256(
+        f"{sys.version}\0{filename}\0{source}".encode("utf-8", "surrogatepass")
+    ).hexdigest()
+    entry = code_cache / key[:2] / key
+    try:
+        code = marshal.loads(entry.read_bytes())
+        if isinstance(code, CodeType):
+            return code
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    code = compile(source, filename, "exec")
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_name(f"{key}.{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps(code))
+        os.replace(tmp, entry)
+    except OSError:
+        pass  # a cache that cannot be written costs time, never a render
+    return code
+
+
+def load_blueprints(
+    root: Path, folder: str, files: list[Path] | None = None, code_cache: Path | None = None
+) -> LoadedBlueprints:
     paths = discover_files(root, folder) if files is None else files
     loaded: list[BlueprintFile] = []
     registrations: list[Registration] = []
@@ -171,8 +216,7 @@ def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) ->
             )
             continue
         try:
-            tree = ast.parse(source, filename=str(path))
-            code = compile(tree, str(path), "exec")
+            code = _compiled(source, str(path), code_cache)
         except SyntaxError as exc:
             problems.append(
                 Diagnostic(
@@ -184,15 +228,16 @@ def load_blueprints(root: Path, folder: str, files: list[Path] | None = None) ->
                 )
             )
             continue
-        loaded.append(BlueprintFile(rel, source, tree))
+        blueprint = BlueprintFile(rel, source, str(path))
+        loaded.append(blueprint)
         namespace: dict[str, Any] = {"__name__": f"obs_iac_blueprint:{rel}", "__file__": str(path)}
         sink, token = collecting()
         try:
             exec(code, namespace)
         except ValidationError as exc:
             line = _user_frame_line(exc, str(path)) or 1
-            prefix = _keyword_path(tree, line) or (str(exc.title),)
-            problems.extend(validation_diagnostics(exc, rel, tree, line, prefix=prefix))
+            prefix = _keyword_path(blueprint.tree, line) or (str(exc.title),)
+            problems.extend(validation_diagnostics(exc, rel, blueprint.tree, line, prefix=prefix))
         except SystemExit as exc:
             # Not an Exception: left alone it would end obs-iac itself, with the
             # blueprint's exit code and nothing rendered or checked.

@@ -15,7 +15,7 @@ from obs_iac.blueprint.registry import Registration
 from obs_iac.config import RepoConfig
 from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, Severity
 from obs_iac.labels import LabelNaming, template_literal
-from obs_iac.load.loader import LoadedBlueprints, validation_diagnostics
+from obs_iac.load.loader import BlueprintFile, LoadedBlueprints, validation_diagnostics
 from obs_iac.plan.model import (
     AlertRule,
     MetricSpec,
@@ -34,7 +34,11 @@ class ServiceBlueprint:
     sections: dict[str, BaseModel]
     file: str
     line: int
-    tree: ast.Module | None = field(default=None, compare=False, repr=False)
+    blueprint: BlueprintFile | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def tree(self) -> ast.Module | None:
+        return self.blueprint.tree if self.blueprint is not None else None
 
     @property
     def name(self) -> str:
@@ -125,14 +129,16 @@ def _validate_one(
     owners: dict[str, tuple[LoadedPlugin, type[BaseModel]]],
     problems: list[Diagnostic],
 ) -> ServiceBlueprint | None:
-    tree = loaded.tree(reg.file)
+    blueprint = loaded.file(reg.file)
     core = {k: v for k, v in reg.fields.items() if k in CORE_FIELDS}
     name = str(reg.fields.get("name", "?"))
     ok = True
     try:
         service = Service.model_validate(core)
     except ValidationError as exc:
-        problems.extend(validation_diagnostics(exc, reg.file, tree, reg.line, object_path=(name,)))
+        problems.extend(
+            validation_diagnostics(exc, reg.file, _tree(blueprint), reg.line, object_path=(name,))
+        )
         ok = False
     sections: dict[str, BaseModel] = {}
     for key in sorted(set(reg.fields) - CORE_FIELDS):
@@ -150,7 +156,7 @@ def _validate_one(
                     Severity.ERROR,
                     f"{key}: no installed pack claims a section of this name",
                     hint=hint,
-                    location=_kw_location(reg, tree, key),
+                    location=_kw_location(reg, _tree(blueprint), key),
                     object_path=(name,),
                 )
             )
@@ -164,7 +170,7 @@ def _validate_one(
                 validation_diagnostics(
                     exc,
                     reg.file,
-                    tree,
+                    _tree(blueprint),
                     reg.line,
                     prefix=(key,),
                     prefix_in_call=True,
@@ -175,8 +181,12 @@ def _validate_one(
     if not ok:
         return None
     return ServiceBlueprint(
-        service=service, sections=sections, file=reg.file, line=reg.line, tree=tree
+        service=service, sections=sections, file=reg.file, line=reg.line, blueprint=blueprint
     )
+
+
+def _tree(blueprint: BlueprintFile | None) -> ast.Module | None:
+    return blueprint.tree if blueprint is not None else None
 
 
 def _kw_location(reg: Registration, tree: Any, key: str) -> Location:
