@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 class Cardinality(enum.StrEnum):
@@ -129,6 +130,9 @@ _CLASSIC_INVALID = re.compile(r"[^a-zA-Z0-9_]")
 _CLASSIC_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
+# Keys come from a small fixed vocabulary (canonical keys, exporter labels) and are spelled
+# hundreds of thousands of times in a large fleet; bounded, so odd inputs cannot grow it.
+@lru_cache(maxsize=4096)
 def classic_name(key: str) -> str:
     """The Prometheus OTLP translation of an attribute name (dots and others -> ``_``)."""
     name = _CLASSIC_INVALID.sub("_", key)
@@ -174,30 +178,33 @@ class LabelNaming:
         return classic_name(key)
 
 
+def _promql_escape(char: str) -> str:
+    if char == "\\":
+        return "\\\\"
+    if char == '"':
+        return '\\"'
+    if char == "\n":
+        return "\\n"
+    if char == "\r":
+        return "\\r"
+    if char == "\t":
+        return "\\t"
+    return f"\\x{ord(char):02x}"
+
+
+# Every character promql_string escapes: backslash, quote, C0 controls and DEL.
+_PROMQL_ESCAPES = str.maketrans(
+    {c: _promql_escape(c) for c in ("\\", '"', *map(chr, range(0x20)), "\x7f")}
+)
+
+
 def promql_string(value: str) -> str:
     """A PromQL double-quoted string literal that always means exactly ``value``.
 
     Quotes, backslashes and control characters are escaped, so a value can never end the
     string early and change the surrounding expression.
     """
-    out = ['"']
-    for char in value:
-        if char == "\\":
-            out.append("\\\\")
-        elif char == '"':
-            out.append('\\"')
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\r":
-            out.append("\\r")
-        elif char == "\t":
-            out.append("\\t")
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\x{ord(char):02x}")
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
+    return '"' + value.translate(_PROMQL_ESCAPES) + '"'
 
 
 TEMPLATE_OPEN_ESCAPED = '{{ "{{" }}'

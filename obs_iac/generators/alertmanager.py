@@ -25,6 +25,7 @@ from obs_iac.packs.inhibit.matchers import render
 from obs_iac.plan.model import InhibitEdge, Plan
 from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
+from obs_iac.render.fastyaml import dump_simple
 from obs_iac.render.serialize import dump_yaml
 
 NAMES_SINCE = (0, 30)
@@ -107,7 +108,7 @@ class AlertmanagerGenerator(Generator):
             text += " []\n"
         else:
             text += "\n" + "".join(
-                _edge_comment(edge) + dump_yaml([rule_dict(edge, named)])
+                _edge_comment(edge) + dump_simple([rule_dict(edge, named)])
                 for edge in plan.inhibit_edges
             )
         yield Artifact(
@@ -339,7 +340,7 @@ class AlertmanagerOperatorGenerator(Generator):
         # One join at the end: appending to a growing string is quadratic at fleet size.
         for edge, why in global_edges:
             parts.append(f"  # {edge.name}: {why}\n")
-            item = dump_yaml([_op_rule(edge)])
+            item = dump_simple([_op_rule(edge)])
             parts.extend(f"  {line}\n" for line in item.splitlines())
         text = "".join(parts)
         yield Artifact(

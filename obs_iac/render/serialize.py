@@ -56,12 +56,15 @@ def _header(artifact: Artifact, prefix: str) -> str:
 
 
 def serialize(artifact: Artifact) -> bytes:
+    # The same bytes as dump_yaml, without PyYAML's representer for plain trees.
+    from obs_iac.render.fastyaml import dump_simple
+
     fmt = artifact.format
     if fmt == "yaml":
-        body = dump_yaml(artifact.data)
+        body = dump_simple(artifact.data)
         text = (_header(artifact, "#") if artifact.header else "") + body
     elif fmt == "yaml-multi":
-        docs = [dump_yaml(doc) for doc in artifact.data]
+        docs = [dump_simple(doc) for doc in artifact.data]
         text = (_header(artifact, "#") if artifact.header else "") + "---\n".join(docs)
     elif fmt == "json":
         text = json.dumps(artifact.data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -390,9 +390,15 @@ class GpuPack(Pack):
         catalog = dcgm.catalog()
         problems = []
         for index, name in enumerate(fleet.extra_fields):
-            where = service.location("gpu", "extra_fields", index)
             path = (service.name, "gpu", f"extra_fields[{index}]")
             info = catalog.get(name)
+            if info is not None and (
+                dcgm.accepted(info, fleet.dcgm_exporter_version)
+                and (fleet.profiling or not info.is_profiling)
+            ):
+                continue  # the common case: no diagnostic, so no need to locate the field
+            # Locating walks the blueprint's syntax tree: only worth it for a diagnostic.
+            where = service.location("gpu", "extra_fields", index)
             if info is None:
                 close = dcgm.suggest(name, fleet.dcgm_exporter_version)
                 problems.append(

@@ -291,6 +291,8 @@ class AlertIndex:
                 self._labels.add(label)
         self._vague: dict[str, tuple[frozenset[int], frozenset[int]]] = {}
         self._matching: dict[tuple[Matcher, ...], tuple[AlertInfo, ...]] = {}
+        self._by_identity: dict[int, tuple[Sequence[Matcher], tuple[AlertInfo, ...]]] = {}
+        self._pairs: dict[int, tuple[InhibitEdge, tuple[tuple[AlertInfo, AlertInfo], ...]]] = {}
         self._by_service: dict[str, tuple[AlertInfo, ...]] | None = None
 
     @classmethod
@@ -348,6 +350,12 @@ class AlertIndex:
         return out
 
     def matching(self, matchers: Sequence[Matcher]) -> tuple[AlertInfo, ...]:
+        # Every generator and lint rule asks about the same edges' matcher tuples; hashing
+        # a tuple of frozen models hashes every field, so look the tuple up by identity
+        # first. The entry holds the tuple itself, so its id cannot be reused meanwhile.
+        same = self._by_identity.get(id(matchers))
+        if same is not None and same[0] is matchers:
+            return same[1]
         key = tuple(matchers)
         if key not in self._matching:
             narrowed: set[int] | None = None
@@ -359,6 +367,8 @@ class AlertIndex:
                 self.alerts if narrowed is None else tuple(self.alerts[i] for i in sorted(narrowed))
             )
             self._matching[key] = tuple(a for a in pool if a.matches_all(matchers))
+        if type(matchers) is tuple:
+            self._by_identity[id(matchers)] = (matchers, self._matching[key])
         return self._matching[key]
 
     def sources(self, edge: InhibitEdge) -> tuple[AlertInfo, ...]:
@@ -369,7 +379,14 @@ class AlertIndex:
 
     def pairs(self, edge: InhibitEdge) -> list[tuple[AlertInfo, AlertInfo]]:
         """(source, target) alert pairs the edge can connect, self-pairs excluded."""
-        return [(s, t) for s in self.sources(edge) for t in self.targets(edge) if s.key != t.key]
+        # Memoised by identity like matching(); the entry keeps the edge alive.
+        same = self._pairs.get(id(edge))
+        if same is None or same[0] is not edge:
+            found = tuple(
+                (s, t) for s in self.sources(edge) for t in self.targets(edge) if s.key != t.key
+            )
+            same = self._pairs[id(edge)] = (edge, found)
+        return list(same[1])
 
 
 _LAST: list[tuple[Plan, AlertIndex]] = []

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 # Largest relative distance from θ of the "just above" and "just below" shares. The
 # mutation test moves thresholds by 10 %, which must flip one check of every tier.
@@ -168,6 +169,11 @@ def _active(
     return results.pop()
 
 
+# A pure function of its arguments (the module constants aside), and a fleet shares a
+# handful of (objective, tier, source) combinations: each simulation costs milliseconds,
+# so a 1,000-service render would otherwise repeat the same dozen thousands of times.
+# typed: 1 and 1.0 are equal keys otherwise; the arithmetic agrees, but keep them apart.
+@lru_cache(maxsize=1024, typed=True)
 def timeline(
     limit: float, long_window: int, short_window: int, for_seconds: int, source: Source
 ) -> Timeline | None:
