@@ -31,9 +31,14 @@ _MEMO: list[tuple[tuple[MetricSpec, ...], dict[Hashable, Any]]] = []
 
 def _values(metrics: tuple[MetricSpec, ...]) -> dict[Hashable, Any]:
     for position, (catalogue, values) in enumerate(_MEMO):
-        if catalogue is metrics or (len(catalogue) == len(metrics) and catalogue == metrics):
+        if catalogue is metrics:
             if position:
                 _MEMO.insert(0, _MEMO.pop(position))
+            return values
+        if len(catalogue) == len(metrics) and catalogue == metrics:
+            # Keep the tuple just seen: a shard's next lookups then match by identity.
+            del _MEMO[position]
+            _MEMO.insert(0, (metrics, values))
             return values
     values = {}
     _MEMO.insert(0, (metrics, values))
