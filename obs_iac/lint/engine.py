@@ -220,18 +220,37 @@ def _record_unit(name: str, computed: str | None) -> str:
     return computed or ""
 
 
+def planned_catalogue(
+    plan: Plan, strategy: NamingStrategy
+) -> tuple[dict[str, MetricFacts], frozenset[str]]:
+    """DCGM's fields and the plan's catalogue as facts, and the catalogue's names.
+
+    Derived from ``plan.metrics`` alone, so every shard of a render shares one (see
+    obs_iac.plan.memo): never mutate it."""
+    from obs_iac.plan.memo import per_catalogue
+
+    def build() -> tuple[dict[str, MetricFacts], frozenset[str]]:
+        catalogue = dict(dcgm_catalogue(strategy))
+        for spec in plan.metrics:
+            recording = spec.source == "recording"
+            unit = _record_unit(spec.name, spec.unit) if recording else spec.unit
+            catalogue[spec.name] = MetricFacts(
+                spec.name, str(spec.type), unit, frozenset(spec.labels), spec.source
+            )
+        return catalogue, frozenset(spec.name for spec in plan.metrics)
+
+    return per_catalogue(plan.metrics, ("lint/catalogue", strategy), build)
+
+
 def build_catalogue(
     plan: Plan, units: Iterable[Unit], naming: LabelNaming, min_version: str
 ) -> tuple[dict[str, MetricFacts], dict[str, Analysis | None]]:
-    """The catalogue, and the analyses made on the way that stay valid with it."""
-    catalogue = dict(dcgm_catalogue(naming.strategy))
-    planned = set()
-    for spec in plan.metrics:
-        planned.add(spec.name)
-        unit = _record_unit(spec.name, spec.unit) if spec.source == "recording" else spec.unit
-        catalogue[spec.name] = MetricFacts(
-            spec.name, str(spec.type), unit, frozenset(spec.labels), spec.source
-        )
+    """The catalogue, and the analyses made on the way that stay valid with it.
+
+    The catalogue is the shared ``planned_catalogue`` itself when the units record no
+    series the plan does not catalogue (always so for a plan's own rules), else a copy."""
+    base, planned = planned_catalogue(plan, naming.strategy)
+    catalogue = base
     records = [(u, r) for u in units for r in u.group.rules if r.kind == "record" and r.name]
     record_names = {r.name for _u, r in records}
     reusable: dict[str, Analysis | None] = {}
@@ -271,6 +290,8 @@ def build_catalogue(
                 prior.labels | labels,
                 "recording",
             )
+        if computed and catalogue is base:
+            catalogue = dict(base)
         for name, facts in computed.items():
             if facts is None:
                 catalogue.pop(name, None)
@@ -450,6 +471,14 @@ def corpus_for(plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext) ->
         plan=plan,
         today=inputs.today or dt.date.today(),
     )
+    if catalogue is planned_catalogue(plan, naming.strategy)[0]:
+        # Analyses depend on the expression, the catalogue and the version only: the
+        # shards of a render share them instead of analysing each query shape again.
+        from obs_iac.plan.memo import per_catalogue
+
+        memo = ("lint/analyses", naming.strategy, min_version)
+        corpus._analyses = per_catalogue(plan.metrics, memo, dict)
+        corpus._syntax = per_catalogue(plan.metrics, ("lint/syntax", min_version), dict)
     corpus._analyses.update(analyses)
     _CACHE[:] = [(key, corpus)]
     return corpus

@@ -333,4 +333,8 @@ class Plan(IR):
 
     @cached_property
     def metric_index(self) -> dict[str, MetricSpec]:
-        return {m.name: m for m in self.metrics}
+        # Shared by every shard with this catalogue (read-only): see obs_iac.plan.memo.
+        from obs_iac.plan.memo import per_catalogue
+
+        metrics = self.metrics
+        return per_catalogue(metrics, "metric_index", lambda: {m.name: m for m in metrics})

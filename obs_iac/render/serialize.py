@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Any
 
 import yaml
 
 from obs_iac import conventions
 from obs_iac.render.artifact import Artifact
+from obs_iac.render.jsontext import dumps_indented
 
 _BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -67,7 +67,7 @@ def serialize(artifact: Artifact) -> bytes:
         docs = [dump_simple(doc) for doc in artifact.data]
         text = (_header(artifact, "#") if artifact.header else "") + "---\n".join(docs)
     elif fmt == "json":
-        text = json.dumps(artifact.data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        text = dumps_indented(artifact.data) + "\n"
     elif fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)

@@ -34,6 +34,7 @@ from obs_iac.plan.model import DashboardRow, Panel, PanelQuery, Plan, ServicePla
 from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.promql import PromQLSyntaxError, parse
 from obs_iac.render.artifact import Artifact
+from obs_iac.render.jsontext import dumps_indented
 
 NAME = "grafana-dashboards"
 SCHEMA_VERSION = 39
@@ -387,7 +388,7 @@ class GrafanaDashboardsGenerator(Generator):
             )
             if not settings.configmaps:
                 continue
-            text = json.dumps(board, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            text = dumps_indented(board) + "\n"  # the dashboard file's own bytes
             configmap = {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
+from obs_iac.plan.memo import per_catalogue
 from obs_iac.plugins import LintScope
+
+if TYPE_CHECKING:
+    from obs_iac.plan.model import MetricSpec
 
 # Histogram and summary parts are counters named by their own convention.
 COUNTER_SUFFIXES = ("_total", "_count", "_sum", "_bucket")
@@ -35,20 +39,10 @@ class CounterTotal(CorpusRule):
     description: ClassVar[str] = "A counter (catalogued or recorded) whose name lacks _total."
 
     def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
-        for spec in corpus.plan.metrics:
-            if str(spec.type) != "counter" or spec.source == "recording":
-                continue
-            if spec.name.endswith(COUNTER_SUFFIXES) or exporter_native(spec.name, spec.source):
-                continue
-            yield Diagnostic(
-                self.code,
-                self.default_severity,
-                f"counter {spec.name} (from {spec.source}) does not end in _total",
-                hint="name counters <name>_total; if an exporter owns the name, document the "
-                "exception",
-                object_path=("metrics", spec.name),
-                origin=self.code,
-            )
+        # Findings about the catalogue alone: worked out once per catalogue, not per shard.
+        metrics = corpus.plan.metrics
+        key = (type(self), self.code, self.default_severity)
+        yield from per_catalogue(metrics, key, lambda: tuple(self._catalogue(metrics)))
         for unit, rule in corpus.rules():
             if rule.kind != "record" or COUNTER_NAME.search(rule.name):
                 continue
@@ -64,6 +58,22 @@ class CounterTotal(CorpusRule):
                 rule,
                 hint="name it level:<metric>_total:operations, or record rate(...) instead "
                 "and name it level:<metric>:rate5m",
+            )
+
+    def _catalogue(self, metrics: tuple[MetricSpec, ...]) -> Iterator[Diagnostic]:
+        for spec in metrics:
+            if str(spec.type) != "counter" or spec.source == "recording":
+                continue
+            if spec.name.endswith(COUNTER_SUFFIXES) or exporter_native(spec.name, spec.source):
+                continue
+            yield Diagnostic(
+                self.code,
+                self.default_severity,
+                f"counter {spec.name} (from {spec.source}) does not end in _total",
+                hint="name counters <name>_total; if an exporter owns the name, document the "
+                "exception",
+                object_path=("metrics", spec.name),
+                origin=self.code,
             )
 
 
