@@ -605,11 +605,26 @@ def _run_stages(
     all_artifacts: list[Artifact] = []
     fleet_artifacts: list[Artifact] = []
     workers = _pool_size(jobs, n)
+    early_findings: list[Diagnostic] = []
     with _Workers(workers) as pool:
-        # Fleet-level generators first, one task each (they are the longest), then the
-        # shards in chunks; both run on the same workers.
-        fleet_results = pool.map(_fleet_task, range(len(state.fleet_jobs)), chunk=1)
         shard_results = pool.map(_shard, range(n), chunk=max(1, n // (workers * 16)))
+        # Meanwhile, in this process, one after another: the fleet-level generators, then
+        # the lint rules that need the whole plan. Whatever they derive from the whole
+        # plan (the inhibit pack's alert index, say) is then built once, not once per
+        # process.
+        for _index, payload in map(_fleet_task, range(len(state.fleet_jobs))):
+            if payload[0] == "error":
+                problems.extend((payload[1], d, payload[3]) for d in payload[2])
+                continue
+            _tag, part, produced, fleet_problems = payload
+            settled.extend(part)
+            fleet_artifacts.extend(produced)
+            problems.extend(("PluginError", d, "") for d in fleet_problems)
+        fleet_artifacts.sort(key=lambda a: a.path)
+        if lint and not problems:
+            early_findings = _fleet_lint(
+                state, plan, fleet_artifacts, [], rules, ("service", "plan")
+            )
         for _index, payload in shard_results:
             progress.advance()
             if payload[0] == "error":
@@ -623,22 +638,15 @@ def _run_stages(
             problems.extend(("PluginError", d, "") for d in shard_problems)
             if shard_artifacts is not None:
                 all_artifacts.extend(shard_artifacts)
-        for _index, payload in fleet_results:
-            if payload[0] == "error":
-                problems.extend((payload[1], d, payload[3]) for d in payload[2])
-                continue
-            _tag, part, produced, fleet_problems = payload
-            settled.extend(part)
-            fleet_artifacts.extend(produced)
-            problems.extend(("PluginError", d, "") for d in fleet_problems)
+    findings.extend(early_findings)
     fleet_artifacts.sort(key=lambda a: a.path)
     if not any(d.code == "plugin/crash" for _, d, _ in problems):
         problems.extend(("PluginError", d, "") for d in _path_conflicts(settled.records))
     if problems:
         _raise(problems)
-    if lint:
+    if lint and rules["fleet"]:
         progress.phase("checking the fleet", 0)
-        findings.extend(_fleet_lint(state, plan, fleet_artifacts, all_artifacts, rules))
+        findings.extend(_fleet_lint(state, plan, fleet_artifacts, all_artifacts, rules, ("fleet",)))
     import datetime as dt
 
     findings = apply_suppressions(plan, findings, dt.date.today())
@@ -671,7 +679,7 @@ def _fleet_jobs(
 
 
 def _fleet_task(index: int) -> tuple[int, Any]:
-    """One fleet-level generator over the whole plan (forked workers inherit it)."""
+    """One fleet-level generator over the whole plan, with its files compared."""
     state = _STATE
     assert state is not None and state.plan is not None
     gen, ctx, method = state.fleet_jobs[index]
@@ -697,6 +705,7 @@ def _fleet_lint(
     fleet_artifacts: list[Artifact],
     shard_artifacts: list[Artifact],
     rules: dict[str, list[tuple[LoadedPlugin, LintContext]]],
+    scopes: tuple[str, ...],
 ) -> list[Diagnostic]:
     fleet = tuple(fleet_artifacts)
     fleet_shard = assemble_plan((), (), plan.metrics, state.repo)
@@ -707,6 +716,8 @@ def _fleet_lint(
         ("plan", plan, fleet),
         ("fleet", plan, everything),
     ):
+        if scope not in scopes:
+            continue
         for rule, ctx in rules[scope]:
             findings.extend(
                 _call(rule, f"lint rule {rule.name!r}", rule.obj.check, target_plan, arts, ctx)
