@@ -2,7 +2,7 @@
 
 With a process pool, ``ru_maxrss`` of one process is not the memory a render needs: the
 workers hold their own plans and artifacts. This samples the command's process and every
-descendant every ~20 ms and keeps the largest sum. Each process counts its PSS
+descendant every ~100 ms and keeps the largest sum. Each process counts its PSS
 (proportional set size, from /proc/<pid>/smaps_rollup), which splits pages shared after
 fork() between the processes sharing them, so the sum is what the tree really occupies;
 where smaps_rollup is unreadable (old kernels, other users' processes) RSS stands in,
@@ -78,7 +78,7 @@ def tree_kib(root: int) -> tuple[int, set[str]]:
 class TreeSampler:
     """Samples the tree under ``pid`` in a background thread until :meth:`stop`."""
 
-    def __init__(self, pid: int, interval: float = 0.02) -> None:
+    def __init__(self, pid: int, interval: float = 0.1) -> None:
         self.pid = pid
         self.interval = interval
         self.peak_kib = 0
@@ -132,7 +132,7 @@ def run_measured(
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
-    interval: float = 0.02,
+    interval: float = 0.1,
 ) -> Measured:
     """Runs ``cmd`` to completion: wall time, and peak PSS of its process tree.
 

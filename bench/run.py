@@ -3,7 +3,7 @@
 For each fleet size (bench/fleet.py) the real `obs-iac render` runs in a fresh process
 with an emptied output folder and an empty cache, repeated; the median wall time is
 reported, with the peak memory of its whole process tree (bench/memory.py: PSS of the
-command and its pool workers, sampled every 20 ms). Alongside each repetition, a separate
+command and its pool workers, sampled every 100 ms). Alongside each repetition, a separate
 process renders the same fleet with the reference in-process pipeline and times the
 "floor": serialising those same artifacts with json.dumps and libyaml's C dumper.
 
@@ -754,7 +754,7 @@ def main() -> int:
             "engine": {"jobs_option": engine.jobs, "no_cache_option": engine.no_cache},
             "cache": "emptied before every full render",
             "memory": "max over runs of the summed PSS of the command's process tree, "
-            "sampled every 20 ms",
+            "sampled every 100 ms",
         },
         "render": [],
     }

@@ -20,6 +20,7 @@ compare the engine against the in-process pipeline (obs_iac.pipeline.render).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -34,6 +35,7 @@ from typing import Any, Literal, TypeVar
 from obs_iac import conventions
 from obs_iac.diagnostics import Diagnostic, InputError, ObsIacError, PluginError, Severity
 from obs_iac.engine.cache import Cache, cache_root
+from obs_iac.engine.compact import compact
 from obs_iac.engine.keys import (
     base_key,
     catalogue_key,
@@ -45,10 +47,9 @@ from obs_iac.lint.suppress import apply as apply_suppressions
 from obs_iac.load import load_blueprints
 from obs_iac.plan.compile import (
     ServiceBlueprint,
-    _check_contributions,
     assemble_plan,
+    catalogue_of,
     expand_service,
-    fleet_catalogue,
     pack_contexts,
     service_plan,
     validate_services,
@@ -134,7 +135,7 @@ class _State:
     force_adopt: bool
     seen: dict[str, Seen] = field(default_factory=dict)
     service_plans: list[ServicePlan] = field(default_factory=list)
-    contributions: list[Contribution] = field(default_factory=list)
+    pickled: list[bytes] = field(default_factory=list)
     catalogue: tuple[MetricSpec, ...] = ()
     repo: Any = None
     generators: list[tuple[LoadedPlugin, GeneratorContext]] = field(default_factory=list)
@@ -300,19 +301,44 @@ def _expand(index: int) -> tuple[int, bytes]:
         contribution = expand_service(svc, state.plugins, state.pack_ctx)
     except ObsIacError as exc:
         return index, pickle.dumps(_error_payload(exc))
-    data = pickle.dumps(("ok", contribution), protocol=pickle.HIGHEST_PROTOCOL)
-    if state.cache is not None and not contribution.diagnostics:
-        state.cache.put("expand", state.expansion_keys[index], data)
-    return index, data
+    compact(contribution)
+    full = pickle.dumps(("ok", contribution), protocol=pickle.HIGHEST_PROTOCOL)
+    declared = pickle.dumps(contribution.metrics, protocol=pickle.HIGHEST_PROTOCOL)
+    cached = state.cache is not None and not contribution.diagnostics
+    if state.cache is not None and cached:
+        key = state.expansion_keys[index]
+        state.cache.put("expand", key, full)
+        state.cache.put("metrics", key, declared)
+    payload = ("ok", contribution.metrics, contribution.diagnostics, b"" if cached else full)
+    return index, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 # -- stage 4: shards ---------------------------------------------------------------------
 
 
+def _contribution(state: _State, index: int) -> Contribution:
+    data = state.pickled[index]
+    if not data and state.cache is not None:
+        data = state.cache.read("expand", state.expansion_keys[index]) or b""
+    if data:
+        try:
+            contribution: Contribution = pickle.loads(data)[1]
+            return contribution
+        except Exception:
+            pass
+    # The entry vanished or was damaged after its metrics were read: expand again (the
+    # same service gives the same expansion).
+    return expand_service(state.services[index], state.plugins, state.pack_ctx)
+
+
+def _expansions(state: _State) -> list[Contribution]:
+    return [_contribution(state, index) for index in range(len(state.service_plans))]
+
+
 def _render_shard(state: _State, index: int) -> ShardOutput:
     shard = assemble_plan(
         (state.service_plans[index],),
-        (state.contributions[index],),
+        (_contribution(state, index),),
         state.catalogue,
         state.repo,
     )
@@ -392,13 +418,23 @@ def _advancing(results: Iterator[T], progress: Progress) -> Iterator[T]:
         progress.advance()
 
 
+def _worker_init() -> None:
+    gc.enable()
+
+
 class _Workers:
     """A forked pool, or the calling process when there is one worker. Forked at
     construction, so workers see the _STATE the main process holds at that moment;
     tasks start as soon as they are submitted."""
 
     def __init__(self, workers: int) -> None:
-        self.pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None
+        self.pool = None
+        if workers > 1:
+            # Inherited objects go to the permanent generation first, so that a worker's
+            # collections never walk (and so copy) the main process's heap; workers
+            # collect their own garbage, which would otherwise pile up shard after shard.
+            gc.freeze()
+            self.pool = multiprocessing.get_context("fork").Pool(workers, _worker_init)
 
     def map(
         self, fn: Callable[[int], tuple[int, T]], items: Iterable[int], chunk: int
@@ -414,6 +450,7 @@ class _Workers:
         if self.pool is not None:
             self.pool.terminate()
             self.pool.join()
+            gc.unfreeze()
 
 
 def _raise(errors: list[tuple[str, Diagnostic, str]]) -> None:
@@ -535,21 +572,27 @@ def _run_stages(
 ) -> EngineResult:
     plugins, repo, cache = state.plugins, state.repo, state.cache
     n = len(plans)
-    contributions: list[Contribution | None] = [None] * n
+    # Stage 2 gives, per service, the metrics its expansion declares (all the fleet's
+    # catalogue needs) and the expansion itself, in the cache or, without one, as pickled
+    # bytes. The pool for stage 4 is forked before the main process loads any expansion:
+    # workers then start from a small heap, and what they allocate does not land in (and
+    # copy) pages of the main process's objects. Each worker unpickles its own shard.
+    declared: list[list[MetricSpec] | None] = [None] * n
+    pickled: list[bytes] = [b""] * n
     todo: list[int] = []
     for index in range(n):
-        data = cache.read("expand", state.expansion_keys[index]) if cache is not None else None
+        data = cache.read("metrics", state.expansion_keys[index]) if cache is not None else None
         if data is not None:
             try:
-                _tag, contributions[index] = pickle.loads(data)
+                declared[index] = pickle.loads(data)
             except Exception:  # a damaged entry is a miss, never an error
                 data = None
         if cache is not None:
             cache.count(data is not None)
-        if data is not None:
-            continue
-        todo.append(index)
+        if data is None:
+            todo.append(index)
     errors: list[tuple[str, Diagnostic, str]] = []
+    diagnostics: list[Diagnostic] = []
     progress.phase("expanding", len(todo))
     workers = _pool_size(jobs, len(todo))
     with _Workers(workers) as pool:
@@ -559,13 +602,13 @@ def _run_stages(
             if result[0] == "error":
                 errors.extend((result[1], d, result[3]) for d in result[2])
             else:
-                contributions[index] = result[1]
+                _tag, declared[index], found, pickled[index] = result
+                diagnostics.extend(found)
     if errors:
         _raise(errors)
-    done = [c for c in contributions if c is not None]
-    _check_contributions(done)
-    catalogue = fleet_catalogue(done, plugins, state.pack_ctx)
-    plan = assemble_plan(plans, done, catalogue, repo)
+    if any(d.severity is Severity.ERROR for d in diagnostics):
+        raise InputError(diagnostics)
+    catalogue = catalogue_of((d or [] for d in declared), plugins, state.pack_ctx)
 
     service_gens: list[tuple[LoadedPlugin, GeneratorContext]] = []
     fleet_gens: list[tuple[LoadedPlugin, GeneratorContext]] = []
@@ -587,7 +630,7 @@ def _run_stages(
         scope = _scope(rule)
         rules[scope if scope in rules else "fleet"].append((rule, lint_ctx))
     state.service_plans = plans
-    state.contributions = done
+    state.pickled = pickled
     state.catalogue = catalogue
     state.generators = service_gens
     state.service_rules = rules["service"]
@@ -596,7 +639,6 @@ def _run_stages(
     shared = digest(catalogue_key(catalogue), *inputs_parts)
     state.shard_keys = [shard_key(k, shared, "", lint_id) for k in state.expansion_keys]
 
-    state.plan = plan
     state.fleet_jobs = _fleet_jobs(service_gens, fleet_gens)
     progress.phase("rendering", n)
     settled = _Settled()
@@ -605,26 +647,10 @@ def _run_stages(
     all_artifacts: list[Artifact] = []
     fleet_artifacts: list[Artifact] = []
     workers = _pool_size(jobs, n)
-    early_findings: list[Diagnostic] = []
     with _Workers(workers) as pool:
         shard_results = pool.map(_shard, range(n), chunk=max(1, n // (workers * 16)))
-        # Meanwhile, in this process, one after another: the fleet-level generators, then
-        # the lint rules that need the whole plan. Whatever they derive from the whole
-        # plan (the inhibit pack's alert index, say) is then built once, not once per
-        # process.
-        for _index, payload in map(_fleet_task, range(len(state.fleet_jobs))):
-            if payload[0] == "error":
-                problems.extend((payload[1], d, payload[3]) for d in payload[2])
-                continue
-            _tag, part, produced, fleet_problems = payload
-            settled.extend(part)
-            fleet_artifacts.extend(produced)
-            problems.extend(("PluginError", d, "") for d in fleet_problems)
-        fleet_artifacts.sort(key=lambda a: a.path)
-        if lint and not problems:
-            early_findings = _fleet_lint(
-                state, plan, fleet_artifacts, [], rules, ("service", "plan")
-            )
+        # Meanwhile: the whole plan, from the expansions.
+        plan = state.plan = assemble_plan(plans, _expansions(state), catalogue, repo)
         for _index, payload in shard_results:
             progress.advance()
             if payload[0] == "error":
@@ -638,6 +664,24 @@ def _run_stages(
             problems.extend(("PluginError", d, "") for d in shard_problems)
             if shard_artifacts is not None:
                 all_artifacts.extend(shard_artifacts)
+    # Then, once the workers are gone (peak memory is the main process's plan plus the
+    # workers, or the plan plus what the fleet-level work derives from it, never all
+    # three), in this process, one after another: the fleet-level generators, then the
+    # lint rules that need the whole plan. Whatever they derive from the whole plan (the
+    # inhibit pack's alert index, say) is built once.
+    progress.phase("rendering the fleet", 0)
+    for _index, payload in map(_fleet_task, range(len(state.fleet_jobs))):
+        if payload[0] == "error":
+            problems.extend((payload[1], d, payload[3]) for d in payload[2])
+            continue
+        _tag, part, produced, fleet_problems = payload
+        settled.extend(part)
+        fleet_artifacts.extend(produced)
+        problems.extend(("PluginError", d, "") for d in fleet_problems)
+    fleet_artifacts.sort(key=lambda a: a.path)
+    early_findings: list[Diagnostic] = []
+    if lint and not problems:
+        early_findings = _fleet_lint(state, plan, fleet_artifacts, [], rules, ("service", "plan"))
     findings.extend(early_findings)
     fleet_artifacts.sort(key=lambda a: a.path)
     if not any(d.code == "plugin/crash" for _, d, _ in problems):

@@ -285,11 +285,20 @@ def fleet_catalogue(
     """Every series the fleet knows: the packs' own catalogues plus what each service's
     expansion declared. Shards share it, so a query is checked against the same
     catalogue whether it is linted alone or with the whole fleet."""
+    return catalogue_of((part.metrics for part in contributions), plugins, contexts)
+
+
+def catalogue_of(
+    service_metrics: Iterable[Iterable[MetricSpec]],
+    plugins: PluginSet,
+    contexts: dict[str, PackContext],
+) -> tuple[MetricSpec, ...]:
+    """fleet_catalogue() from each service's declared metrics alone."""
     specs: list[MetricSpec] = []
     for pack in plugins.packs:
         specs.extend(pack.obj.metrics(contexts[pack.name]))
-    for part in contributions:
-        specs.extend(part.metrics)
+    for declared in service_metrics:
+        specs.extend(declared)
     return _merge_metrics(specs)
 
 
