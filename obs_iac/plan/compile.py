@@ -230,25 +230,7 @@ def expand_service(
     """Runs every pack over one service; the unit of parallel and cached work."""
     total = Contribution()
     for pack in plugins.packs:
-        try:
-            part = pack.obj.expand(svc, contexts[pack.name])
-        except (InputError, PluginError):
-            raise
-        except Exception as exc:
-            raise PluginError(
-                [
-                    Diagnostic(
-                        "plugin/crash",
-                        Severity.ERROR,
-                        f"pack {pack.name!r} failed on service {svc.name!r}: "
-                        f"{type(exc).__name__}: {exc}",
-                        hint="this is a bug in the pack; rerun with --debug for the traceback "
-                        f"and report it to {pack.distribution}",
-                        location=Location(svc.file, svc.line),
-                        origin=pack.entry_point,
-                    )
-                ]
-            ) from exc
+        part = _pack_call(pack, svc, pack.obj.expand, svc, contexts[pack.name])
         total.extend(part)
     if any(d.severity is Severity.ERROR for d in total.diagnostics):
         return total  # finalize hooks may rely on what expand validated
@@ -256,8 +238,32 @@ def expand_service(
     for pack in plugins.packs:
         finalize = getattr(pack.obj, "finalize", None)
         if finalize is not None:
-            total.extend(finalize(svc, total, contexts[pack.name]))
+            total.extend(_pack_call(pack, svc, finalize, svc, total, contexts[pack.name]))
     return total
+
+
+def _pack_call(pack: LoadedPlugin, svc: ServiceBlueprint, fn: Any, *args: Any) -> Contribution:
+    """A pack's expand or finalize; a crash becomes a plugin error naming the pack."""
+    try:
+        result: Contribution = fn(*args)
+        return result
+    except (InputError, PluginError):
+        raise
+    except Exception as exc:
+        raise PluginError(
+            [
+                Diagnostic(
+                    "plugin/crash",
+                    Severity.ERROR,
+                    f"pack {pack.name!r} failed on service {svc.name!r}: "
+                    f"{type(exc).__name__}: {exc}",
+                    hint="this is a bug in the pack; rerun with --debug for the traceback "
+                    f"and report it to {pack.distribution}",
+                    location=Location(svc.file, svc.line),
+                    origin=pack.entry_point,
+                )
+            ]
+        ) from exc
 
 
 def _annotate_objective(total: Contribution, svc: ServiceBlueprint) -> None:

@@ -52,7 +52,7 @@ from obs_iac.plan.model import (
     RuleGroup,
 )
 from obs_iac.plugins import Contribution, Pack, PackContext
-from obs_iac.promql import referenced_metrics
+from obs_iac.promql import PromQLSyntaxError, referenced_metrics
 
 PACK = "gpu"
 
@@ -247,7 +247,11 @@ class GpuPack(Pack):
         catalog = dcgm.catalog()
         reasons: dict[str, str] = {}
         for owner, expr in draft.queries():
-            for metric in sorted(referenced_metrics(expr)):
+            try:
+                metrics = referenced_metrics(expr)
+            except PromQLSyntaxError:
+                continue  # promql/syntax reports it, at the rule that holds it
+            for metric in sorted(metrics):
                 if metric in catalog:
                     reasons.setdefault(metric, owner)
         for extra in fleet.extra_fields:
