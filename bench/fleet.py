@@ -25,9 +25,15 @@ EXTRAS = (
 )
 PROFILING_EXTRAS = ("DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_DRAM_ACTIVE")
 
+# Dashboards are provisioned from files, not ConfigMaps: at 5,000 services the fleet
+# overview is about 2 MB, over Kubernetes' 1 MiB ConfigMap limit (obs-iac refuses it,
+# rightly). The same setting at every size keeps the sizes comparable.
 PYPROJECT = """[tool.obs-iac]
 blueprints = "blueprints"
 output = "generated"
+
+[tool.obs-iac.generators.grafana-dashboards]
+configmaps = false
 """
 
 

@@ -187,7 +187,11 @@ def test_config_change_misses_the_cache_and_matches_a_full_render(
     plugins = with_toys()
     run(open_workspace(root), plugins, mode="collect", jobs=2)
     pyproject = root / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + 'evaluation_interval = "30s"\n')
+    pyproject.write_text(
+        pyproject.read_text().replace(
+            "[tool.obs-iac]\n", '[tool.obs-iac]\nevaluation_interval = "30s"\n'
+        )
+    )
     ws = open_workspace(root)
     after = run(ws, plugins, mode="collect", jobs=2)
     assert after.cache_hits == 0

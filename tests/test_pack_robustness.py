@@ -69,8 +69,6 @@ def test_a_crash_in_finalize_names_the_pack(
     _with_pack(monkeypatch, CrashingFinalize())
     result = run_cli(["render"], gitops)
     assert result.exit_code == 3, result.output
-    assert (
-        "error[plugin/crash]: pack 'test-crashing-finalize' failed on service" in result.stderr
-    )
+    assert "error[plugin/crash]: pack 'test-crashing-finalize' failed on service" in result.stderr
     assert "RuntimeError: finalize exploded" in result.stderr
     assert "Traceback" not in result.output
