@@ -468,8 +468,10 @@ def svg_plot(results: list[dict[str, Any]]) -> str:
             out.append(
                 f'<polyline points="{pts}" fill="none" stroke="#999" stroke-dasharray="4 4"/>'
             )
-            if all(f > 0 for f in floors):
-                pts = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in zip(ns, floors, strict=True))
+            # The floor where it was measured (not above the target size).
+            measured = [(n, f) for n, f in zip(ns, floors, strict=True) if f > 0]
+            if len(measured) > 1:
+                pts = " ".join(f"{x(n):.1f},{y(f):.1f}" for n, f in measured)
                 out.append(f'<polyline points="{pts}" fill="none" stroke="#2ca02c"/>')
         pts = " ".join(f"{x(n):.1f},{y(v):.1f}" for n, v in zip(ns, values, strict=True))
         out.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>')

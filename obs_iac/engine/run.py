@@ -4,13 +4,16 @@ fleet-level files, in a process pool and from the cache.
 Stages and their unit of work:
 
 1. load and validate every blueprint (main process; cross-service checks need them all);
-2. expand each service through the packs: per service, cached by expansion key;
-3. assemble the plan and the fleet's metric catalogue (main process);
+2. expand each service through the packs: per service, in the pool, cached by
+   expansion key (the expansion, and apart from it the metrics it declares);
+3. the fleet's metric catalogue, from the declared metrics (main process);
 4. render each service's shard (service-scope generators, serialisation, service-scope
-   lint rules, and the comparison with the output folder): per service, cached by shard
-   key; meanwhile the main process renders the fleet-level files and runs the lint rules
-   that need the whole plan;
-5. the caller commits: writer.commit() renames what step 4 staged.
+   lint rules, and the comparison with the output folder): per service, in a pool
+   forked before the main process loads the expansions, cached by shard key;
+   meanwhile the main process assembles the whole plan;
+5. once the pool is gone, the fleet-level generators and the lint rules that need the
+   whole plan (main process);
+6. the caller commits: writer.commit() renames what step 4 and 5 staged.
 
 The result is the same whatever the number of processes and whatever the cache holds:
 shards are independent, every collection is sorted before it is returned, and tests
