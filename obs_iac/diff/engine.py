@@ -226,9 +226,7 @@ def run_diff(
         # Check the ref before spending a render on the working tree. The base shares
         # the working tree's cache: after a render there, most of the base is in it.
         with tempfile.TemporaryDirectory(prefix="obs-iac-diff-") as tmp:
-            before = ref_side(
-                root, base, factory, Path(tmp), cache_root(root), ws.config.output
-            )
+            before = ref_side(root, base, factory, Path(tmp), cache_root(root), ws.config.output)
     current_plan, current_files = render_files(ws, factory(ws.config))
     after = Side("working tree", current_files, current_plan)
     if base is None:
