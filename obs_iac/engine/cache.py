@@ -23,6 +23,18 @@ def cache_root(repo_root: Path) -> Path:
     return Path(env) if env else repo_root / DEFAULT_DIR
 
 
+def write_atomic(path: Path, data: bytes) -> None:
+    """Writes ``path`` whole or not at all (temporary file, then rename); a read-only or
+    full disk costs speed, never a render."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 class Cache:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -44,22 +56,8 @@ class Cache:
         else:
             self.misses += 1
 
-    def get(self, kind: str, key: str) -> bytes | None:
-        data = self.read(kind, key)
-        self.count(data is not None)
-        return data
-
     def put(self, kind: str, key: str, data: bytes) -> None:
-        self.put_file(self._path(kind, key), data)
-
-    def put_file(self, path: Path, data: bytes) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only or full disk costs speed, never a render
+        write_atomic(self._path(kind, key), data)
 
     def prune(self, now: float | None = None) -> int:
         """Removes entries written more than MAX_IDLE_SECONDS ago; returns how many. An

@@ -81,5 +81,6 @@ def catalogue_key(catalogue: Iterable[MetricSpec]) -> str:
     return digest(json.dumps([m.model_dump(mode="json") for m in catalogue], sort_keys=True))
 
 
-def shard_key(expansion: str, catalogue: str, inputs: str, lint: str) -> str:
-    return digest(expansion, "shard", catalogue, inputs, lint)
+def shard_key(expansion: str, shared: str, lint: str) -> str:
+    """``shared``: the digest of the fleet catalogue and the generators' input files."""
+    return digest(expansion, "shard", shared, lint)

@@ -37,7 +37,7 @@ from typing import Any, Literal, TypeVar
 
 from obs_iac import conventions
 from obs_iac.diagnostics import Diagnostic, InputError, ObsIacError, PluginError, Severity
-from obs_iac.engine.cache import Cache, cache_root
+from obs_iac.engine.cache import Cache, cache_root, write_atomic
 from obs_iac.engine.compact import compact
 from obs_iac.engine.keys import (
     base_key,
@@ -70,21 +70,12 @@ from obs_iac.plugins import (
 from obs_iac.progress import NullProgress, Progress
 from obs_iac.render.artifact import Artifact
 from obs_iac.render.serialize import serialize
-from obs_iac.render.writer import discard_all
+from obs_iac.render.writer import FileRecord, FileState, discard_all
 
 Mode = Literal["write", "check", "collect"]
-FileState = Literal["same", "adopt", "new", "changed", "foreign"]
 JOBS_ENV = "OBS_IAC_JOBS"
 # Below this many services a pool costs more (fork, pickling) than it saves.
 MIN_SHARDS_PER_WORKER = 8
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    path: str
-    digest: str
-    generator: str
-    state: FileState  # against the output folder as it was when the render started
 
 
 @dataclass(frozen=True)
@@ -254,7 +245,7 @@ def remember_output(result: EngineResult, out: Path) -> None:
         except OSError:
             continue
         seen[record.path] = (st.st_size, st.st_mtime_ns, st.st_ino, record.digest)
-    Cache(result.cache_dir).put_file(_seen_path(result.cache_dir, out), pickle.dumps(seen))
+    write_atomic(_seen_path(result.cache_dir, out), pickle.dumps(seen))
 
 
 def _settle(state: _State, path: str, generator: str, data: bytes, settled: _Settled) -> None:
@@ -513,9 +504,8 @@ def run(
     with _no_cyclic_gc():
         plugins = plugins or pipeline.discover(ws.config)
         cache_dir = (cache_dir or cache_root(ws.root)) if use_cache else None
-        loaded = load_blueprints(
-            ws.root, ws.config.blueprints, code_cache=cache_dir / "code" if cache_dir else None
-        )
+        cache = Cache(cache_dir) if cache_dir is not None else None
+        loaded = load_blueprints(ws.root, ws.config.blueprints, code_cache=cache)
         if not loaded.registrations and not loaded.problems:
             raise _no_services(ws.config.blueprints)
         services = validate_services(loaded, plugins)
@@ -528,7 +518,6 @@ def run(
             expansion_key(base, p, sources.get(s.file, ""))
             for p, s in zip(plans, services, strict=True)
         ]
-        cache = Cache(cache_dir) if cache_dir is not None else None
         out = ws.output
         existed = out.is_dir()
         if mode == "write" and existed:
@@ -640,7 +629,7 @@ def _run_stages(
     state.keep_artifacts = bool(rules["fleet"])
     lint_id = ";".join(r.name for r, _ in rules["service"]) + f";keep={state.keep_artifacts}"
     shared = digest(catalogue_key(catalogue), *inputs_parts)
-    state.shard_keys = [shard_key(k, shared, "", lint_id) for k in state.expansion_keys]
+    state.shard_keys = [shard_key(k, shared, lint_id) for k in state.expansion_keys]
 
     state.fleet_jobs = _fleet_jobs(service_gens, fleet_gens)
     progress.phase("rendering", n)
@@ -686,7 +675,6 @@ def _run_stages(
     if lint and not problems:
         early_findings = _fleet_lint(state, plan, fleet_artifacts, [], rules, ("service", "plan"))
     findings.extend(early_findings)
-    fleet_artifacts.sort(key=lambda a: a.path)
     if not any(d.code == "plugin/crash" for _, d, _ in problems):
         problems.extend(("PluginError", d, "") for d in _path_conflicts(settled.records))
     if problems:

@@ -9,20 +9,22 @@ from __future__ import annotations
 import ast
 import hashlib
 import marshal
-import os
 import sys
 import traceback
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from obs_iac.blueprint.locate import find_call, locate
 from obs_iac.blueprint.registry import Registration, collecting, stop_collecting
 from obs_iac.diagnostics import Diagnostic, Location, Severity
+
+if TYPE_CHECKING:
+    from obs_iac.engine.cache import Cache
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ def _user_frame_line(exc: BaseException, filename: str) -> int | None:
     return line
 
 
-def _compiled(source: str, filename: str, code_cache: Path | None) -> CodeType:
+def _compiled(source: str, filename: str, code_cache: Cache | None) -> CodeType:
     """The blueprint's bytecode, from the cache when the same source was compiled for
     the same path by the same Python before."""
     if code_cache is None:
@@ -175,26 +177,21 @@ def _compiled(source: str, filename: str, code_cache: Path | None) -> CodeType:
     key = hashlib.sha256(
         f"{sys.version}\0{filename}\0{source}".encode("utf-8", "surrogatepass")
     ).hexdigest()
-    entry = code_cache / key[:2] / key
-    try:
-        code = marshal.loads(entry.read_bytes())
-        if isinstance(code, CodeType):
-            return code
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
+    data = code_cache.read("code", key)
+    if data is not None:
+        try:
+            code = marshal.loads(data)
+            if isinstance(code, CodeType):
+                return code
+        except (ValueError, EOFError, TypeError):
+            pass  # a damaged entry is a miss
     code = compile(source, filename, "exec")
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_name(f"{key}.{os.getpid()}.tmp")
-        tmp.write_bytes(marshal.dumps(code))
-        os.replace(tmp, entry)
-    except OSError:
-        pass  # a cache that cannot be written costs time, never a render
+    code_cache.put("code", key, marshal.dumps(code))
     return code
 
 
 def load_blueprints(
-    root: Path, folder: str, files: list[Path] | None = None, code_cache: Path | None = None
+    root: Path, folder: str, files: list[Path] | None = None, code_cache: Cache | None = None
 ) -> LoadedBlueprints:
     paths = discover_files(root, folder) if files is None else files
     loaded: list[BlueprintFile] = []

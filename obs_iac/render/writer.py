@@ -19,13 +19,22 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Literal
 
 from obs_iac import conventions
 from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
 
-if TYPE_CHECKING:
-    from obs_iac.engine.run import FileRecord
+FileState = Literal["same", "adopt", "new", "changed", "foreign"]
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """One file a render produces, and how it stands against the output folder."""
+
+    path: str
+    digest: str
+    generator: str
+    state: FileState  # against the output folder as it was when the render started
 
 
 @dataclass(frozen=True)
@@ -95,22 +104,19 @@ def manifest_from_digests(digests: Mapping[str, str]) -> bytes:
 
 def compare(out: Path, files: Mapping[str, bytes]) -> Drift:
     owned = read_manifest(out)
-    added: list[str] = []
-    changed: list[str] = []
-    conflicts: list[str] = []
+    records = []
     for rel in sorted(files):
         target = out / rel
+        data = files[rel]
+        state: FileState
         if not target.is_file():
-            added.append(rel)
-        elif target.read_bytes() != files[rel]:
-            (changed if rel in owned else conflicts).append(rel)
-        elif rel not in owned:
-            added.append(rel)  # identical content but not yet owned: adopt it
-    removed = sorted(p for p in owned if p not in files and (out / p).exists())
-    stale_manifest = owned and (out / conventions.MANIFEST).read_bytes() != manifest_bytes(files)
-    if stale_manifest and not (added or changed or removed):
-        changed.append(conventions.MANIFEST)
-    return Drift(tuple(added), tuple(changed), tuple(removed), tuple(conflicts))
+            state = "new"
+        elif target.read_bytes() != data:
+            state = "changed" if rel in owned else "foreign"
+        else:
+            state = "same" if rel in owned else "adopt"  # adopt: identical, not yet owned
+        records.append(FileRecord(rel, _digest(data), "", state))
+    return drift_of(out, records)
 
 
 def _foreign(out: Path, paths: Iterable[str]) -> InputError:
@@ -181,8 +187,14 @@ def write(out: Path, files: Mapping[str, bytes], force_adopt: bool = False) -> D
     replace = sorted(set(drift.added) | set(drift.changed) - {conventions.MANIFEST})
     for rel in replace:
         _stage(out / (rel + conventions.TMP_SUFFIX), files[rel])
-    _stage(out / (conventions.MANIFEST + conventions.TMP_SUFFIX), manifest_bytes(files))
-    journal = {"remove": list(drift.removed), "replace": replace}
+    _swap(out, replace, drift.removed, manifest_bytes(files))
+    return drift
+
+
+def _swap(out: Path, replace: list[str], remove: Iterable[str], manifest: bytes) -> None:
+    """Commits the staged files ``replace`` and the new manifest, removes ``remove``."""
+    _stage(out / (conventions.MANIFEST + conventions.TMP_SUFFIX), manifest)
+    journal = {"remove": list(remove), "replace": replace}
     _stage(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), json.dumps(journal).encode())
     # One flush for every staged file instead of an fsync per file (thousands of them at
     # fleet scale): the staged data must be durable before the journal commits to it.
@@ -191,14 +203,13 @@ def write(out: Path, files: Mapping[str, bytes], force_adopt: bool = False) -> D
     os.replace(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), out / conventions.JOURNAL)
     _apply(out, journal)
     (out / conventions.JOURNAL).unlink()
-    return drift
 
 
 # -- the engine's path: files were compared and staged by the shards -----------------------
 
 
 def drift_of(out: Path, records: Iterable[FileRecord]) -> Drift:
-    """The drift the engine's file records describe (same rules as compare())."""
+    """The drift that file records describe: what a write would add, change, remove."""
     owned = read_manifest(out)
     added: list[str] = []
     changed: list[str] = []
@@ -260,12 +271,5 @@ def commit(
         discard(out, staged)
         return drift
     digests = {r.path: r.digest for r in records}
-    replace = sorted(set(staged))
-    _stage(out / (conventions.MANIFEST + conventions.TMP_SUFFIX), manifest_from_digests(digests))
-    journal = {"remove": list(drift.removed), "replace": replace}
-    _stage(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), json.dumps(journal).encode())
-    os.sync()
-    os.replace(out / (conventions.JOURNAL + conventions.TMP_SUFFIX), out / conventions.JOURNAL)
-    _apply(out, journal)
-    (out / conventions.JOURNAL).unlink()
+    _swap(out, sorted(set(staged)), drift.removed, manifest_from_digests(digests))
     return drift
