@@ -186,7 +186,7 @@ def render(check: bool, fmt: str, jobs: int | None, no_cache: bool) -> None:
     remember_output(result, out)
     n_add, n_chg, n_rm = len(drift.added), len(drift.changed), len(drift.removed)
     click.echo(
-        f"rendered {len(result.plan.services)} services into {ws.config.output}/: "
+        f"rendered {result.services} services into {ws.config.output}/: "
         f"{n_add} added, {n_chg} changed, {n_rm} removed, "
         f"{len(result.records) - n_add - n_chg} unchanged",
         err=True,

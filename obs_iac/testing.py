@@ -14,6 +14,7 @@ Set ``OBS_IAC_UPDATE_GOLDEN=1`` to rewrite golden trees instead of comparing the
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -359,6 +360,86 @@ def _lint_scope(fleet: ScopeFleet, rule: Any, lint_inputs: Any) -> ScopeResult:
             )
         )
     return ScopeResult(code, scope, whole, sharded)
+
+
+@dataclass(frozen=True)
+class ViewResult:
+    """What ``assert_view_holds`` compared: whether every service's view was the same in
+    both fleets, and whether the plugin's fleet-level output was."""
+
+    name: str
+    views_equal: bool
+    output_equal: bool
+
+
+def fleet_views(fleet: ScopeFleet, plugin: Any, *, lint_inputs: Any = None) -> tuple[str, ...]:
+    """The plugin's ``fleet_view`` of every service, in plan order, as the engine encodes
+    it (JSON, keys sorted)."""
+    ctx = _context(fleet, plugin, lint_inputs)
+    return tuple(
+        json.dumps(
+            plugin.fleet_view(fleet.compiled.shard(index), ctx),
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+        for index in range(len(fleet.plan.services))
+    )
+
+
+def assert_view_holds(
+    before: ScopeFleet, after: ScopeFleet, plugin: Any, *, lint_inputs: Any = None
+) -> ViewResult:
+    """Checks a plugin's ``fleet_view`` on two versions of a fleet (docs/plugins.md,
+    "Fleet views"): when every service's view is the same in both, the fleet-level output
+    must be too, or the render cache would serve a stale file or finding.
+
+    Generator: the files of ``generate`` (fleet scope) or ``generate_fleet`` (service
+    scope) on the whole plan. Lint rule (plan scope): the findings on the whole plan and
+    the fleet-level artifacts, compared only when those artifacts are the same as well,
+    since the engine's key holds them. Raises AssertionError when the views agree and
+    the output does not."""
+    name = str(getattr(plugin, "code", None) or plugin.name)
+    views_equal = fleet_views(before, plugin, lint_inputs=lint_inputs) == fleet_views(
+        after, plugin, lint_inputs=lint_inputs
+    )
+    if hasattr(plugin, "code"):
+        ctx_a, ctx_b = (_context(f, plugin, lint_inputs) for f in (before, after))
+        a = _findings(plugin.check(before.plan, before.fleet_artifacts(), ctx_a))
+        b = _findings(plugin.check(after.plan, after.fleet_artifacts(), ctx_b))
+        same_inputs = _files(before.fleet_artifacts()) == _files(after.fleet_artifacts())
+        if views_equal and same_inputs and a != b:
+            raise AssertionError(
+                f"lint rule {name}: every service's fleet_view is the same, and so are the "
+                f"fleet-level files, but the findings differ:\n  before: {a}\n  after: {b}"
+            )
+        return ViewResult(name, views_equal and same_inputs, a == b)
+    files_a = _files(_fleet_level(plugin, before.plan, before.generator_context(plugin)))
+    files_b = _files(_fleet_level(plugin, after.plan, after.generator_context(plugin)))
+    if views_equal and files_a != files_b:
+        raise AssertionError(
+            f"generator {name}: every service's fleet_view is the same, but the fleet-level "
+            "files differ (the view misses something the generator reads):\n"
+            + _diff_files(files_a, files_b)
+        )
+    return ViewResult(name, views_equal, files_a == files_b)
+
+
+def _context(fleet: ScopeFleet, plugin: Any, lint_inputs: Any) -> Any:
+    if not hasattr(plugin, "code"):
+        return fleet.generator_context(plugin)
+    return LintContext(
+        naming=LabelNaming(fleet.config.naming),
+        repo=fleet.config,
+        settings=_settings(plugin, str(plugin.code), fleet.config),
+        inputs=lint_inputs,
+    )
+
+
+def _fleet_level(gen: Any, plan: Plan, ctx: GeneratorContext) -> list[Artifact]:
+    if _scope(gen) == "service":
+        return _fleet_part(gen, plan, ctx)
+    return list(gen.generate(plan, ctx))
 
 
 def _scope(plugin: Any) -> str:

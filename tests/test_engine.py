@@ -8,6 +8,7 @@ same findings.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import shutil
@@ -400,3 +401,112 @@ def test_cached_bytecode_reports_the_same_locations(rendered: Path, run_cli: Any
     assert "blueprints/broken.py:3" in first.stderr
     assert first.stderr == second.stderr
     assert list((Path(os.environ[CACHE_DIR_ENV]) / "code").rglob("*"))
+
+
+# -- fleet views: fleet-level plugins cached on what they read ------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """16 services: two workers, and few enough for a reference render per edit."""
+    return make_fleet(tmp_path_factory.mktemp("views") / "repo", 16)
+
+
+def _digests(result: EngineResult) -> dict[str, str]:
+    return {r.path: r.digest for r in result.records}
+
+
+def _sha(files: dict[str, bytes]) -> dict[str, str]:
+    return {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
+
+
+def test_a_threshold_edit_reruns_no_fleet_level_plugin(small_fleet: Path, tmp_path: Path) -> None:
+    from obs_iac.engine import run as engine
+
+    root = tmp_path / "repo"
+    shutil.copytree(small_fleet, root)
+    ws = open_workspace(root)
+    run(ws, mode="check", jobs=2)
+    assert engine._LAST[0].plan is not None  # a first render runs everything
+    _edit_threshold(root, "82")
+    after = run(ws, mode="check", jobs=2)
+    # Every fleet-level generator and whole-plan rule came from the cache, so the whole
+    # plan was never assembled; and the result is a full render's.
+    assert engine._LAST[0].plan is None
+    files, findings = reference(ws, plugin_api.discover(ws.config))
+    assert _digests(after) == _sha(files)
+    assert [str(d) + repr(d) for d in after.findings] == findings
+    # The plan is still there for a caller that asks for it.
+    assert len(after.plan.services) == 16
+
+
+def test_incremental_renders_after_every_kind_of_edit_match_a_full_render(
+    small_fleet: Path, tmp_path: Path
+) -> None:
+    from tests.test_views import EDITED, EDITS
+
+    root = tmp_path / "repo"
+    shutil.copytree(small_fleet, root)
+    ws = open_workspace(root)
+    plugins = plugin_api.discover(ws.config)
+    run(ws, plugins, mode="collect", jobs=2)
+    target = root / "blueprints" / EDITED
+    # One after another on the same cache: each edit meets what the previous ones cached.
+    for label in ("team", "rank prefix", "threshold", "wiring", "expired suppression", "name"):
+        target.write_text(EDITS[label](target.read_text()))
+        after = run(ws, plugins, mode="check", jobs=2)
+        files, findings = reference(ws, plugins)
+        assert _digests(after) == _sha(files), label
+        assert [str(d) + repr(d) for d in after.findings] == findings, label
+    target.unlink()
+    after = run(ws, plugins, mode="check", jobs=2)
+    files, _ = reference(ws, plugins)
+    assert set(_digests(after)) == set(files)
+
+
+class BadView(plugin_api.Generator):
+    name: ClassVar[str] = "bad-view"
+
+    def fleet_view(self, shard: Plan, ctx: plugin_api.GeneratorContext) -> Any:
+        return {"not json": object()}
+
+    def generate(self, plan: Plan, ctx: plugin_api.GeneratorContext) -> list[Artifact]:
+        return []
+
+
+def test_a_view_that_is_not_json_is_a_plugin_error(small_fleet: Path) -> None:
+    ws = open_workspace(small_fleet)
+    with pytest.raises(PluginError) as caught:
+        run(ws, with_toys((plugin_api.GENERATORS, BadView())), mode="collect", jobs=2)
+    # One per service, as for any crash in a shard; each names the plugin and the cause.
+    assert len(caught.value.diagnostics) == 16
+    for diag in caught.value.diagnostics:
+        assert diag.code == "plugin/crash"
+        assert "fleet_view of 'bad-view' on service" in diag.message
+        assert "TypeError" in diag.message
+
+
+def test_lint_reruns_on_generated_fleet_files_when_their_cached_artifacts_are_damaged(
+    small_fleet: Path, tmp_path: Path, _own_cache: Path
+) -> None:
+    from tests.test_views import EDITED, EDITS
+
+    root = tmp_path / "repo"
+    shutil.copytree(small_fleet, root)
+    ws = open_workspace(root)
+    plugins = plugin_api.discover(ws.config)
+    run(ws, plugins, mode="check", jobs=2)
+    damaged = sorted((_own_cache / "fleet-artifacts").rglob("*"))
+    assert any(p.is_file() for p in damaged)
+    for path in damaged:
+        if path.is_file():
+            path.write_bytes(b"\x80garbage")
+    # Only lint/expired-suppression's view changes: the generators come from the cache,
+    # and the rule needs their artifacts, which have to be made again.
+    target = root / "blueprints" / EDITED
+    target.write_text(EDITS["expired suppression"](target.read_text()))
+    after = run(ws, plugins, mode="check", jobs=2)
+    files, findings = reference(ws, plugins)
+    assert _digests(after) == _sha(files)
+    assert [str(d) + repr(d) for d in after.findings] == findings
+    assert any(d.code == "lint/expired-suppression" for d in after.findings)

@@ -21,7 +21,7 @@ from obs_iac.plan.model import MetricSpec, ServicePlan
 from obs_iac.plugins import PluginSet
 
 # Bump when the layout of cached entries changes.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 _CODE_SUFFIXES = (".py", ".csv", ".toml", ".j2", ".json", ".yaml", ".yml")
 
 

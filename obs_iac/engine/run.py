@@ -23,14 +23,16 @@ compare the engine against the in-process pipeline (obs_iac.pipeline.render).
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import gc
 import hashlib
+import json
 import multiprocessing
 import os
 import pickle
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -46,7 +48,7 @@ from obs_iac.engine.keys import (
     expansion_key,
     shard_key,
 )
-from obs_iac.lint.suppress import apply as apply_suppressions
+from obs_iac.lint.suppress import apply_for as apply_suppressions
 from obs_iac.load import load_blueprints
 from obs_iac.plan.compile import (
     ServiceBlueprint,
@@ -78,6 +80,9 @@ JOBS_ENV = "OBS_IAC_JOBS"
 MIN_SHARDS_PER_WORKER = 8
 
 
+Seen = tuple[int, int, int, str]  # size, mtime_ns, inode, sha256 of a file in the output
+
+
 @dataclass(frozen=True)
 class ShardOutput:
     """One shard's rendered files and findings: what the cache stores."""
@@ -86,11 +91,13 @@ class ShardOutput:
     findings: tuple[Diagnostic, ...]
     problems: tuple[Diagnostic, ...]
     artifacts: tuple[Artifact, ...] | None  # only when a fleet-scope lint rule needs them
+    views: tuple[str, ...] = ()  # digest of each fleet-level plugin's fleet_view (see _State)
 
 
 @dataclass(frozen=True)
 class EngineResult:
-    plan: Plan
+    whole_plan: Callable[[], Plan]  # assembled on demand: a warm render may never need it
+    services: int
     records: tuple[FileRecord, ...]  # sorted by path
     findings: tuple[Diagnostic, ...]
     files: dict[str, bytes] | None  # mode "collect" only
@@ -100,6 +107,13 @@ class EngineResult:
     cache_dir: Path | None = None
     cache_hits: int = 0
     cache_misses: int = 0
+    # Files found unchanged by stat alone, and what that stat was: remember_output keeps it.
+    seen: Mapping[str, Seen] = field(default_factory=dict)
+    unchanged_by_stat: frozenset[str] = frozenset()
+
+    @property
+    def plan(self) -> Plan:
+        return self.whole_plan()
 
 
 @dataclass
@@ -107,11 +121,13 @@ class _Settled:
     records: list[FileRecord] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     staged: list[str] = field(default_factory=list)
+    unchanged_by_stat: list[str] = field(default_factory=list)
 
     def extend(self, other: _Settled) -> None:
         self.records.extend(other.records)
         self.files.update(other.files)
         self.staged.extend(other.staged)
+        self.unchanged_by_stat.extend(other.unchanged_by_stat)
 
 
 @dataclass
@@ -138,6 +154,17 @@ class _State:
     keep_artifacts: bool = False
     plan: Plan | None = None
     fleet_jobs: list[tuple[LoadedPlugin, GeneratorContext, str]] = field(default_factory=list)
+    # Fleet-level plugins with a fleet_view, in a fixed order: each shard's output holds
+    # the digest of each one's view of that service.
+    view_jobs: list[tuple[LoadedPlugin, Any]] = field(default_factory=list)
+    base: str = ""
+
+    def whole_plan(self) -> Plan:
+        if self.plan is None:
+            self.plan = assemble_plan(
+                self.service_plans, _expansions(self), self.catalogue, self.repo
+            )
+        return self.plan
 
 
 _STATE: _State | None = None
@@ -210,9 +237,6 @@ def _checked_paths(gen: LoadedPlugin, produced: list[Artifact]) -> list[Diagnost
     ]
 
 
-Seen = tuple[int, int, int, str]  # size, mtime_ns, inode, sha256 of a file in the output
-
-
 def _unchanged_since(target: Path, seen: Seen) -> bool:
     try:
         st = target.stat()
@@ -240,6 +264,9 @@ def remember_output(result: EngineResult, out: Path) -> None:
         return
     seen: dict[str, Seen] = {}
     for record in result.records:
+        if record.path in result.unchanged_by_stat:
+            seen[record.path] = result.seen[record.path]  # stat'ed during this render
+            continue
         try:
             st = (out / record.path).stat()
         except OSError:
@@ -263,6 +290,7 @@ def _settle(state: _State, path: str, generator: str, data: bytes, settled: _Set
         # The file is as this render left it last time (git's index does the same):
         # no need to read it back.
         settled.records.append(FileRecord(path, sha, generator, "same" if owned else "adopt"))
+        settled.unchanged_by_stat.append(path)
         return
     try:
         current = target.read_bytes() if target.is_file() else None
@@ -365,7 +393,25 @@ def _render_shard(state: _State, index: int) -> ShardOutput:
         findings=tuple(findings),
         problems=tuple(problems),
         artifacts=arts if state.keep_artifacts else None,
+        views=tuple(_view(plugin, shard, ctx, name) for plugin, ctx in state.view_jobs),
     )
+
+
+def _view(plugin: LoadedPlugin, shard: Plan, ctx: Any, service: str) -> str:
+    what = f"fleet_view of {plugin.name!r} on service {service!r}"
+    (text,) = _call(
+        plugin,
+        what,
+        lambda: [
+            json.dumps(
+                plugin.obj.fleet_view(shard, ctx),
+                sort_keys=True,
+                separators=(",", ":"),
+                ensure_ascii=False,
+            )
+        ],
+    )
+    return digest(text)
 
 
 def _shard(index: int) -> tuple[int, Any]:
@@ -392,7 +438,8 @@ def _shard(index: int) -> tuple[int, Any]:
     settled = _Settled()
     for path, generator, data in output.files:
         _settle(state, path, generator, data, settled)
-    return index, ("ok", settled, output.findings, output.problems, output.artifacts, hit)
+    payload = ("ok", settled, output.findings, output.problems, output.artifacts, hit)
+    return index, (*payload, output.views)
 
 
 # -- orchestration -----------------------------------------------------------------------
@@ -534,6 +581,7 @@ def run(
             force_adopt=force_adopt,
             seen=load_seen(cache_dir, out) if cache_dir is not None and mode != "collect" else {},
             repo=repo,
+            base=base,
         )
         _STATE = state
         try:
@@ -627,28 +675,38 @@ def _run_stages(
     state.generators = service_gens
     state.service_rules = rules["service"]
     state.keep_artifacts = bool(rules["fleet"])
+    state.fleet_jobs = _fleet_jobs(service_gens, fleet_gens)
+    state.view_jobs = [
+        (plugin, ctx)
+        for plugin, ctx, _method in state.fleet_jobs
+        if getattr(plugin.obj, "fleet_view", None) is not None
+    ] + [(rule, ctx) for rule, ctx in rules["plan"] if getattr(rule.obj, "fleet_view", None)]
     lint_id = ";".join(r.name for r, _ in rules["service"]) + f";keep={state.keep_artifacts}"
+    lint_id += ";views=" + ";".join(f"{p.kind}:{p.name}" for p, _ in state.view_jobs)
     shared = digest(catalogue_key(catalogue), *inputs_parts)
     state.shard_keys = [shard_key(k, shared, lint_id) for k in state.expansion_keys]
 
-    state.fleet_jobs = _fleet_jobs(service_gens, fleet_gens)
     progress.phase("rendering", n)
     settled = _Settled()
     findings: list[Diagnostic] = []
     problems: list[tuple[str, Diagnostic, str]] = []
     all_artifacts: list[Artifact] = []
-    fleet_artifacts: list[Artifact] = []
+    views: list[tuple[str, ...]] = [()] * n
+    # The whole plan is assembled while the workers render, unless this looks like a
+    # render after a small edit: then the fleet-level plugins may all come from the
+    # cache, and the plan is assembled only if one of them has to run.
+    eager = cache is None or state.mode == "collect" or len(todo) * 4 >= n
     workers = _pool_size(jobs, n)
     with _Workers(workers) as pool:
         shard_results = pool.map(_shard, range(n), chunk=max(1, n // (workers * 16)))
-        # Meanwhile: the whole plan, from the expansions.
-        plan = state.plan = assemble_plan(plans, _expansions(state), catalogue, repo)
-        for _index, payload in shard_results:
+        if eager:
+            state.whole_plan()
+        for index, payload in shard_results:
             progress.advance()
             if payload[0] == "error":
                 problems.extend((payload[1], d, payload[3]) for d in payload[2])
                 continue
-            _tag, part, shard_findings, shard_problems, shard_artifacts, hit = payload
+            _tag, part, shard_findings, shard_problems, shard_artifacts, hit, views[index] = payload
             if cache is not None:
                 cache.count(hit)
             settled.extend(part)
@@ -662,33 +720,44 @@ def _run_stages(
     # lint rules that need the whole plan. Whatever they derive from the whole plan (the
     # inhibit pack's alert index, say) is built once.
     progress.phase("rendering the fleet", 0)
-    for _index, payload in map(_fleet_task, range(len(state.fleet_jobs))):
-        if payload[0] == "error":
-            problems.extend((payload[1], d, payload[3]) for d in payload[2])
+    fleet = _Fleet(state, shared, views if not problems else None)
+    for job in range(len(state.fleet_jobs)):
+        try:
+            part, fleet_problems = fleet.generate(job)
+        except ObsIacError as exc:
+            error = _error_payload(exc)
+            problems.extend((error[1], d, error[3]) for d in error[2])
             continue
-        _tag, part, produced, fleet_problems = payload
         settled.extend(part)
-        fleet_artifacts.extend(produced)
         problems.extend(("PluginError", d, "") for d in fleet_problems)
-    fleet_artifacts.sort(key=lambda a: a.path)
-    early_findings: list[Diagnostic] = []
     if lint and not problems:
-        early_findings = _fleet_lint(state, plan, fleet_artifacts, [], rules, ("service", "plan"))
-    findings.extend(early_findings)
+        findings.extend(fleet.service_lint(rules["service"], lint_id))
+        for rule, lint_ctx in rules["plan"]:
+            findings.extend(fleet.plan_lint(rule, lint_ctx))
     if not any(d.code == "plugin/crash" for _, d, _ in problems):
         problems.extend(("PluginError", d, "") for d in _path_conflicts(settled.records))
     if problems:
         _raise(problems)
     if lint and rules["fleet"]:
         progress.phase("checking the fleet", 0)
-        findings.extend(_fleet_lint(state, plan, fleet_artifacts, all_artifacts, rules, ("fleet",)))
-    import datetime as dt
-
-    findings = apply_suppressions(plan, findings, dt.date.today())
+        everything = tuple(sorted(fleet.artifacts() + all_artifacts, key=lambda a: a.path))
+        for rule, lint_ctx in rules["fleet"]:
+            findings.extend(
+                _call(
+                    rule,
+                    f"lint rule {rule.name!r}",
+                    rule.obj.check,
+                    state.whole_plan(),
+                    everything,
+                    lint_ctx,
+                )
+            )
+    findings = apply_suppressions(plans, findings, dt.date.today())
     if cache is not None and state.mode == "write":
         cache.prune()
     return EngineResult(
-        plan=plan,
+        whole_plan=state.whole_plan,
+        services=n,
         records=tuple(sorted(settled.records, key=lambda r: r.path)),
         findings=tuple(sorted(set(findings), key=Diagnostic.total_key)),
         files=settled.files if state.mode == "collect" else None,
@@ -696,6 +765,8 @@ def _run_stages(
         jobs=_pool_size(jobs, n),
         cache_hits=cache.hits if cache else 0,
         cache_misses=cache.misses if cache else 0,
+        seen=state.seen,
+        unchanged_by_stat=frozenset(settled.unchanged_by_stat),
     )
 
 
@@ -713,51 +784,148 @@ def _fleet_jobs(
     return sorted(jobs, key=lambda job: job[0].name)
 
 
-def _fleet_task(index: int) -> tuple[int, Any]:
-    """One fleet-level generator over the whole plan, with its files compared."""
-    state = _STATE
-    assert state is not None and state.plan is not None
-    gen, ctx, method = state.fleet_jobs[index]
-    try:
+@dataclass(frozen=True)
+class FleetOutput:
+    """One fleet-level generator's files: what the cache stores (its artifacts apart)."""
+
+    files: tuple[tuple[str, str, bytes], ...]  # (path, generator, bytes)
+
+
+class _Fleet:
+    """The fleet-level generators and whole-plan lint rules, each cached on the views of
+    every service when it declares a fleet_view (see obs_iac.plan.views): a plugin
+    whose views did not change since a render that cached it is not run again, and the
+    whole plan is assembled only for one that runs."""
+
+    def __init__(self, state: _State, shared: str, views: list[tuple[str, ...]] | None):
+        self.state = state
+        self.cache = state.cache
+        self.shared = shared
+        # One key per fleet-level plugin with a view: the code, the repo config, the
+        # catalogue, the generators' input files, and every service's view in plan order.
+        self.keys: dict[str, str] = {}
+        if views is not None and self.cache is not None:
+            for position, (plugin, _ctx) in enumerate(state.view_jobs):
+                self.keys[f"{plugin.kind}:{plugin.name}"] = digest(
+                    state.base,
+                    shared,
+                    f"{plugin.kind}:{plugin.name}",
+                    *(v[position] for v in views),
+                )
+        # job -> (its key, its artifacts if they are in memory), for every job that ran
+        # or came from the cache.
+        self.generated: dict[int, tuple[str | None, list[Artifact] | None]] = {}
+
+    def _key(self, plugin: LoadedPlugin) -> str | None:
+        return self.keys.get(f"{plugin.kind}:{plugin.name}")
+
+    def _read(self, kind: str, key: str | None) -> Any:
+        if key is None or self.cache is None:
+            return None
+        data = self.cache.read(kind, key)
+        if data is None:
+            return None
+        try:
+            return pickle.loads(data)
+        except Exception:  # a damaged entry is a miss, never an error
+            return None
+
+    def _put(self, kind: str, key: str | None, value: Any) -> None:
+        if key is not None and self.cache is not None:
+            self.cache.put(kind, key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _run(self, job: int) -> tuple[list[Artifact], list[Diagnostic]]:
+        gen, ctx, method = self.state.fleet_jobs[job]
         produced: list[Artifact] = _call(
-            gen, f"generator {gen.name!r}", getattr(gen.obj, method), state.plan, ctx
+            gen, f"generator {gen.name!r}", getattr(gen.obj, method), self.state.whole_plan(), ctx
         )
-    except ObsIacError as exc:
-        return index, _error_payload(exc)
-    problems = _checked_paths(gen, produced)
-    artifacts = sorted(
-        (a for a in produced if conventions.is_safe_relative(a.path)), key=lambda a: a.path
-    )
-    settled = _Settled()
-    for art in artifacts:
-        _settle(state, art.path, art.generator, serialize(art), settled)
-    return index, ("ok", settled, artifacts, problems)
+        problems = _checked_paths(gen, produced)
+        artifacts = sorted(
+            (a for a in produced if conventions.is_safe_relative(a.path)), key=lambda a: a.path
+        )
+        return artifacts, problems
 
+    def generate(self, job: int) -> tuple[_Settled, list[Diagnostic]]:
+        """One fleet-level generator's files, compared with the output folder."""
+        gen = self.state.fleet_jobs[job][0]
+        key = self._key(gen)
+        cached = self._read("fleet", key)
+        problems: list[Diagnostic] = []
+        artifacts: list[Artifact] | None = None
+        if isinstance(cached, FleetOutput):
+            files = cached.files
+        else:
+            artifacts, problems = self._run(job)
+            files = tuple((a.path, a.generator, serialize(a)) for a in artifacts)
+            if not problems:
+                self._put("fleet", key, FleetOutput(files))
+                self._put("fleet-artifacts", key, tuple(artifacts))
+        self.generated[job] = (key, artifacts)
+        settled = _Settled()
+        for path, generator, data in files:
+            _settle(self.state, path, generator, data, settled)
+        return settled, problems
 
-def _fleet_lint(
-    state: _State,
-    plan: Plan,
-    fleet_artifacts: list[Artifact],
-    shard_artifacts: list[Artifact],
-    rules: dict[str, list[tuple[LoadedPlugin, LintContext]]],
-    scopes: tuple[str, ...],
-) -> list[Diagnostic]:
-    fleet = tuple(fleet_artifacts)
-    fleet_shard = assemble_plan((), (), plan.metrics, state.repo)
-    everything = tuple(sorted(fleet_artifacts + shard_artifacts, key=lambda a: a.path))
-    findings: list[Diagnostic] = []
-    for scope, target_plan, arts in (
-        ("service", fleet_shard, fleet),
-        ("plan", plan, fleet),
-        ("fleet", plan, everything),
-    ):
-        if scope not in scopes:
-            continue
-        for rule, ctx in rules[scope]:
-            findings.extend(
-                _call(rule, f"lint rule {rule.name!r}", rule.obj.check, target_plan, arts, ctx)
-            )
-    return findings
+    def artifacts(self) -> list[Artifact]:
+        """Every fleet-level artifact, in path order: from this render, else the cache,
+        else generated again."""
+        out: list[Artifact] = []
+        for job, (key, artifacts) in sorted(self.generated.items()):
+            if artifacts is None:
+                cached = self._read("fleet-artifacts", key)
+                artifacts = list(cached) if isinstance(cached, tuple) else self._run(job)[0]
+                self.generated[job] = (key, artifacts)
+            out.extend(artifacts)
+        return sorted(out, key=lambda a: a.path)
+
+    def _lint_key(self, what: str, plugin_key: str | None) -> str | None:
+        """Lint sees the fleet-level artifacts too: known only when every generator's
+        output is keyed. The date is part of it (a suppression can expire overnight)."""
+        gen_keys = [key for _job, (key, _) in sorted(self.generated.items())]
+        if plugin_key is None or any(key is None for key in gen_keys):
+            return None
+        return digest(plugin_key, what, dt.date.today().isoformat(), *(k or "" for k in gen_keys))
+
+    def _findings(
+        self, key: str | None, compute: Callable[[], list[Diagnostic]]
+    ) -> tuple[Diagnostic, ...]:
+        cached = self._read("lint", key)
+        if isinstance(cached, tuple):
+            return cached
+        found = tuple(compute())
+        self._put("lint", key, found)
+        return found
+
+    def service_lint(
+        self, rules: list[tuple[LoadedPlugin, LintContext]], lint_id: str
+    ) -> tuple[Diagnostic, ...]:
+        """Service-scope rules on the fleet shard: no service, the fleet-level artifacts."""
+        state = self.state
+        names = digest(state.base, self.shared, "service-lint", lint_id)
+        key = self._lint_key("service-lint", names)
+
+        def compute() -> list[Diagnostic]:
+            fleet_shard = assemble_plan((), (), state.catalogue, state.repo)
+            arts = tuple(self.artifacts())
+            return [
+                d
+                for rule, ctx in rules
+                for d in _call(
+                    rule, f"lint rule {rule.name!r}", rule.obj.check, fleet_shard, arts, ctx
+                )
+            ]
+
+        return self._findings(key, compute)
+
+    def plan_lint(self, rule: LoadedPlugin, ctx: LintContext) -> tuple[Diagnostic, ...]:
+        key = self._lint_key("plan-lint", self._key(rule))
+
+        def compute() -> list[Diagnostic]:
+            arts = tuple(self.artifacts())
+            plan = self.state.whole_plan()
+            return _call(rule, f"lint rule {rule.name!r}", rule.obj.check, plan, arts, ctx)
+
+        return self._findings(key, compute)
 
 
 def _path_conflicts(records: list[FileRecord]) -> list[Diagnostic]:

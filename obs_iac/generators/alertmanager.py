@@ -20,8 +20,9 @@ from obs_iac.config import version_tuple
 from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
 from obs_iac.generators.common import sources_of
 from obs_iac.labels import is_classic_label_name
-from obs_iac.packs.inhibit.analysis import AlertIndex, AlertInfo
+from obs_iac.packs.inhibit.analysis import AlertIndex, AlertInfo, inhibit_view
 from obs_iac.packs.inhibit.matchers import render
+from obs_iac.plan import views
 from obs_iac.plan.model import InhibitEdge, Plan
 from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
@@ -96,6 +97,9 @@ class AlertmanagerGenerator(Generator):
     def inputs(self, settings: BaseModel) -> Iterable[str]:
         assert isinstance(settings, AlertmanagerConfig)
         return (settings.base_config,) if settings.base_config else ()
+
+    def fleet_view(self, shard: Plan, ctx: GeneratorContext) -> Any:
+        return {"services": views.services(shard), "edges": views.dump(shard.inhibit_edges)}
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         settings = ctx.settings
@@ -280,6 +284,9 @@ class AlertmanagerOperatorGenerator(Generator):
     )
     config_model: ClassVar[type[BaseModel]] = OperatorConfig
 
+    def fleet_view(self, shard: Plan, ctx: GeneratorContext) -> Any:
+        return inhibit_view(shard)
+
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         settings = ctx.settings
         assert isinstance(settings, OperatorConfig)
@@ -371,6 +378,9 @@ class InhibitMatrixGenerator(Generator):
     description: ClassVar[str] = (
         "A markdown source x target inhibit matrix with a coverage report, for reviewers."
     )
+
+    def fleet_view(self, shard: Plan, ctx: GeneratorContext) -> Any:
+        return inhibit_view(shard)
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         index = AlertIndex.of_plan(plan)

@@ -16,6 +16,7 @@ from obs_iac.generators.common import sources_of
 from obs_iac.labels import KEYS_BY_NAME
 from obs_iac.packs.framework import EXTENSION
 from obs_iac.packs.framework.wiring import SERVICE_INSTANCE_PLACEHOLDER, OtelWiring
+from obs_iac.plan import views
 from obs_iac.plan.model import Plan
 from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
@@ -216,6 +217,9 @@ class OtelWiringGenerator(Generator):
                     self.name,
                     sources,
                 )
+
+    def fleet_view(self, shard: Plan, ctx: GeneratorContext) -> Any:
+        return [views.services(shard), views.extension(shard, EXTENSION)]
 
     def generate_fleet(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         otlp = [w for w in wirings(plan) if w.resource_attributes == "prometheus-otlp"]

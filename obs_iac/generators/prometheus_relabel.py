@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from obs_iac import conventions
 from obs_iac.generators.common import sources_of
+from obs_iac.plan import views
 from obs_iac.plan.model import Plan, RelabelRule
 from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
@@ -46,6 +47,9 @@ class PrometheusRelabelGenerator(Generator):
     # the first of them: a service's file depends on the others.
     scope: ClassVar[GeneratorScope] = "fleet"
     description: ClassVar[str] = "metric_relabel_configs / metricRelabelings to canonical labels."
+
+    def fleet_view(self, shard: Plan, ctx: GeneratorContext) -> Any:
+        return {"services": views.services(shard), "relabel": views.dump(shard.relabel_sets)}
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         variants: dict[tuple[str, tuple[RelabelRule, ...]], list[str]] = {}

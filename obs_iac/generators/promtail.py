@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from obs_iac import conventions
 from obs_iac.generators.common import sources_of
+from obs_iac.plan import views
 from obs_iac.plan.model import (
     DropStage,
     JsonStage,
@@ -126,6 +127,9 @@ class PromtailGenerator(Generator):
     # plan-scope (cross-service) rule that re-reads these files, and plan-scope rules
     # only see fleet-scope artifacts. Cheap to generate (a string per service).
     scope: ClassVar[GeneratorScope] = "fleet"
+
+    def fleet_view(self, shard: Plan, ctx: GeneratorContext) -> Any:
+        return {"services": views.services(shard), "pipelines": views.dump(shard.log_pipelines)}
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         settings = ctx.settings

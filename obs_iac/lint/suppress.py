@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from obs_iac.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
-    from obs_iac.plan.model import Plan
+    from obs_iac.plan.model import Plan, ServicePlan
 
 
 def active(entry: dict[str, Any], today: dt.date) -> bool:
@@ -32,11 +32,15 @@ def _matches(entry: dict[str, Any], service: str, diag: Diagnostic) -> bool:
 
 def apply(plan: Plan, findings: Iterable[Diagnostic], today: dt.date) -> list[Diagnostic]:
     """Findings minus those an active blueprint suppression covers."""
+    return apply_for(plan.services, findings, today)
+
+
+def apply_for(
+    services: Iterable[ServicePlan], findings: Iterable[Diagnostic], today: dt.date
+) -> list[Diagnostic]:
+    """:func:`apply` with the services alone (suppressions are all it reads)."""
     entries = [
-        (svc.name, entry)
-        for svc in plan.services
-        for entry in svc.suppressions
-        if active(entry, today)
+        (svc.name, entry) for svc in services for entry in svc.suppressions if active(entry, today)
     ]
     return [d for d in findings if not any(_matches(e, s, d) for s, e in entries)]
 

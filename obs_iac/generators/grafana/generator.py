@@ -30,6 +30,7 @@ from obs_iac.generators.grafana.layout import (
 )
 from obs_iac.generators.grafana.queries import VariableNames, parametrise, used_variables
 from obs_iac.labels import GPU_ID, PYTORCH_RANK, SLA_ID, LabelNaming
+from obs_iac.plan import views
 from obs_iac.plan.model import DashboardRow, Panel, PanelQuery, Plan, ServicePlan
 from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.promql import PromQLSyntaxError, parse
@@ -345,6 +346,10 @@ class GrafanaDashboardsGenerator(Generator):
             boards.append((board, sources_of(plan, [svc.name])))
             owners[str(board["uid"])] = (svc.name,)
         yield from self._artifacts(boards, settings, owners)
+
+    def fleet_view(self, shard: Plan, ctx: GeneratorContext) -> Any:
+        # generate_fleet's: the overview links every service with dashboard rows.
+        return [views.services(shard, "sla_id", "objective"), bool(shard.dashboard_rows)]
 
     def generate_fleet(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         settings = ctx.settings

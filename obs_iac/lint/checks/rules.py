@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from obs_iac.diagnostics import Diagnostic, Location, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus, Unit
 from obs_iac.lint.rulefile import ParsedRule
-from obs_iac.plugins import LintScope
+from obs_iac.plan.model import Plan
+from obs_iac.plugins import LintContext, LintScope
 
 
 def _file_problems(corpus: Corpus, code: str) -> Iterator[Diagnostic]:
@@ -80,6 +81,10 @@ class DuplicateGroup(CorpusRule):
     description: ClassVar[str] = (
         "Two rule groups with the same name in one file, one Mimir namespace, or one plan."
     )
+
+    def fleet_view(self, shard: Plan, ctx: LintContext) -> Any:
+        # Group names and where they come from; dashboards (fleet files) are skipped.
+        return [[g.service, g.name, g.source.model_dump(mode="json")] for g in shard.rule_groups]
 
     def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
         yield from _file_problems(corpus, self.code)

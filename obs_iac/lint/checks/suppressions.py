@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from obs_iac.diagnostics import Diagnostic, Location, Severity
 from obs_iac.lint.checks import CorpusRule
 from obs_iac.lint.engine import Corpus
 from obs_iac.lint.suppress import expired
-from obs_iac.plugins import LintScope
+from obs_iac.plan import views
+from obs_iac.plan.model import Plan
+from obs_iac.plugins import LintContext, LintScope
 
 
 class ExpiredSuppression(CorpusRule):
@@ -19,6 +21,10 @@ class ExpiredSuppression(CorpusRule):
     scope: ClassVar[LintScope] = "plan"
     default_severity: ClassVar[Severity] = Severity.WARNING
     description: ClassVar[str] = "A blueprint suppression whose `until` date has passed."
+
+    def fleet_view(self, shard: Plan, ctx: LintContext) -> Any:
+        # The engine's key holds the date.
+        return views.services(shard, "source", "suppressions")
 
     def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
         for svc, entry in expired(corpus.plan, corpus.today):

@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from obs_iac.packs.inhibit.matchers import literal_values, matches_value
+from obs_iac.plan import views
 from obs_iac.plan.model import AlertRule, InhibitEdge, Matcher, MetricSpec, Plan, RecordingRule
 from obs_iac.plan.model import RuleGroup as PlanRuleGroup
 from obs_iac.promql import parse, selector_metric
@@ -390,3 +391,13 @@ class AlertIndex:
 
 
 _LAST: list[tuple[Plan, AlertIndex]] = []
+
+
+def inhibit_view(shard: Plan, *service_fields: str) -> Any:
+    """What the inhibit analysis of a plan reads from one service: its edges and its
+    rules as the alert index sees them (see AlertIndex)."""
+    return {
+        "services": views.services(shard, *service_fields),
+        "edges": views.dump(shard.inhibit_edges),
+        "rules": views.rule_shapes(shard),
+    }

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 from obs_iac.diagnostics import Diagnostic, Location, Severity
-from obs_iac.packs.inhibit.analysis import AlertIndex, AlertInfo
+from obs_iac.packs.inhibit.analysis import AlertIndex, AlertInfo, inhibit_view
 from obs_iac.packs.inhibit.matchers import literal_values, provably_disjoint, render
 from obs_iac.plan.model import InhibitEdge, Plan
 from obs_iac.plugins import LintContext, LintRule, LintScope
@@ -65,6 +65,9 @@ class InhibitRule(LintRule):
 
     # An edge's matchers may select alerts of any service (AlertIndex over the plan).
     scope: ClassVar[LintScope] = "plan"
+
+    def fleet_view(self, shard: Plan, ctx: LintContext) -> Any:
+        return inhibit_view(shard, "suppressions")
 
     def check(
         self, plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext
@@ -343,6 +346,9 @@ class OperatorGlobal(LintRule):
     description: ClassVar[str] = (
         "An edge cannot live in a namespaced AlertmanagerConfig under the matcher strategy."
     )
+
+    def fleet_view(self, shard: Plan, ctx: LintContext) -> Any:
+        return inhibit_view(shard, "suppressions")
 
     def check(
         self, plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext

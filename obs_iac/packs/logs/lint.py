@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from obs_iac.diagnostics import Diagnostic, Location, Severity
+from obs_iac.plan import views
 from obs_iac.plan.model import (
     LabelDropStage,
     LabelsStage,
@@ -91,6 +92,10 @@ class SlaStreamLabelRule(LintRule):
     description: ClassVar[str] = (
         "Every service's logs carry business_sla_id (its own value) as a Loki stream label."
     )
+
+    def fleet_view(self, shard: Plan, ctx: LintContext) -> Any:
+        # Plus the alloy and promtail files, which the engine's key holds.
+        return [views.services(shard, "sla_id", "source"), views.dump(shard.log_pipelines)]
 
     def check(
         self, plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext
