@@ -393,25 +393,29 @@ def _render_shard(state: _State, index: int) -> ShardOutput:
         findings=tuple(findings),
         problems=tuple(problems),
         artifacts=arts if state.keep_artifacts else None,
-        views=tuple(_view(plugin, shard, ctx, name) for plugin, ctx in state.view_jobs),
+        views=_views(state, shard, name),
     )
 
 
-def _view(plugin: LoadedPlugin, shard: Plan, ctx: Any, service: str) -> str:
-    what = f"fleet_view of {plugin.name!r} on service {service!r}"
-    (text,) = _call(
-        plugin,
-        what,
-        lambda: [
-            json.dumps(
-                plugin.obj.fleet_view(shard, ctx),
-                sort_keys=True,
-                separators=(",", ":"),
-                ensure_ascii=False,
-            )
-        ],
-    )
-    return digest(text)
+def _views(state: _State, shard: Plan, service: str) -> tuple[str, ...]:
+    """The digest of every fleet-level plugin's view of this shard. Plugins that share a
+    view (the inhibit ones) may return one object: it is encoded once."""
+    values: list[Any] = []  # held, so that no id() below is reused
+    known: dict[int, str] = {}
+    out: list[str] = []
+    for plugin, ctx in state.view_jobs:
+        what = f"fleet_view of {plugin.name!r} on service {service!r}"
+        (value,) = _call(plugin, what, lambda p=plugin, c=ctx: [p.obj.fleet_view(shard, c)])
+        values.append(value)
+        if id(value) not in known:
+            (text,) = _call(plugin, what, lambda v=value: [_encoded(v)])
+            known[id(value)] = digest(text)
+        out.append(known[id(value)])
+    return tuple(out)
+
+
+def _encoded(view: Any) -> str:
+    return json.dumps(view, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _shard(index: int) -> tuple[int, Any]:

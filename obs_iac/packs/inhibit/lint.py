@@ -67,7 +67,7 @@ class InhibitRule(LintRule):
     scope: ClassVar[LintScope] = "plan"
 
     def fleet_view(self, shard: Plan, ctx: LintContext) -> Any:
-        return inhibit_view(shard, "suppressions")
+        return inhibit_view(shard)
 
     def check(
         self, plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext
@@ -348,7 +348,7 @@ class OperatorGlobal(LintRule):
     )
 
     def fleet_view(self, shard: Plan, ctx: LintContext) -> Any:
-        return inhibit_view(shard, "suppressions")
+        return inhibit_view(shard)
 
     def check(
         self, plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext
