@@ -160,6 +160,10 @@ class Generator:
     order, in any process, or not at all when the incremental cache already holds the
     result. Files that need the whole fleet come from the optional
     ``generate_fleet(plan, ctx)``, called once with the whole plan.
+
+    A fleet-level generator (fleet scope, or the ``generate_fleet`` of a service-scope
+    one) may declare ``fleet_view(shard, ctx)``: the JSON part of one service's plan it
+    reads. Its output is then cached on every service's view (obs_iac.plan.views).
     """
 
     name: ClassVar[str]
@@ -190,6 +194,10 @@ class LintRule:
     ``scope = "service"``: called once per service shard (see ``Generator``) with that
     service's artifacts, and once more with the fleet shard (no service; the fleet-level
     artifacts); the findings of all calls together must equal one call on everything.
+
+    A plan-scope rule may declare ``fleet_view(shard, ctx)``, as a fleet-level generator
+    does; its findings are then cached on every service's view, the fleet-level
+    artifacts and the date.
     """
 
     code: ClassVar[str]

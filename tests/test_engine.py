@@ -29,6 +29,7 @@ from obs_iac.plan.model import AlertRule, Plan
 from obs_iac.render.artifact import Artifact
 from obs_iac.render.writer import commit, read_manifest
 from tests.conftest import REPO, make_repo, tree_bytes
+from tests.test_views import EDITED, EDITS
 
 sys.path.insert(0, str(REPO / "bench"))
 from fleet import make_fleet
@@ -420,22 +421,33 @@ def _sha(files: dict[str, bytes]) -> dict[str, str]:
     return {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
 
 
+def _rendered_copy(fleet: Path, tmp_path: Path) -> tuple[Path, Workspace, plugin_api.PluginSet]:
+    """A copy of ``fleet`` with the built-in plugins, rendered once (the cache is warm)."""
+    root = tmp_path / "repo"
+    shutil.copytree(fleet, root)
+    ws = open_workspace(root)
+    plugins = plugin_api.discover(ws.config)
+    run(ws, plugins, mode="check", jobs=2)
+    return root, ws, plugins
+
+
+def _assert_full_render(result: EngineResult, ws: Workspace, plugins: Any, what: str) -> None:
+    files, findings = reference(ws, plugins)
+    assert _digests(result) == _sha(files), what
+    assert [str(d) + repr(d) for d in result.findings] == findings, what
+
+
 def test_a_threshold_edit_reruns_no_fleet_level_plugin(small_fleet: Path, tmp_path: Path) -> None:
     from obs_iac.engine import run as engine
 
-    root = tmp_path / "repo"
-    shutil.copytree(small_fleet, root)
-    ws = open_workspace(root)
-    run(ws, mode="check", jobs=2)
+    root, ws, plugins = _rendered_copy(small_fleet, tmp_path)
     assert engine._LAST[0].plan is not None  # a first render runs everything
     _edit_threshold(root, "82")
-    after = run(ws, mode="check", jobs=2)
+    after = run(ws, plugins, mode="check", jobs=2)
     # Every fleet-level generator and whole-plan rule came from the cache, so the whole
     # plan was never assembled; and the result is a full render's.
     assert engine._LAST[0].plan is None
-    files, findings = reference(ws, plugin_api.discover(ws.config))
-    assert _digests(after) == _sha(files)
-    assert [str(d) + repr(d) for d in after.findings] == findings
+    _assert_full_render(after, ws, plugins, "threshold")
     # The plan is still there for a caller that asks for it.
     assert len(after.plan.services) == 16
 
@@ -443,21 +455,12 @@ def test_a_threshold_edit_reruns_no_fleet_level_plugin(small_fleet: Path, tmp_pa
 def test_incremental_renders_after_every_kind_of_edit_match_a_full_render(
     small_fleet: Path, tmp_path: Path
 ) -> None:
-    from tests.test_views import EDITED, EDITS
-
-    root = tmp_path / "repo"
-    shutil.copytree(small_fleet, root)
-    ws = open_workspace(root)
-    plugins = plugin_api.discover(ws.config)
-    run(ws, plugins, mode="collect", jobs=2)
+    root, ws, plugins = _rendered_copy(small_fleet, tmp_path)
     target = root / "blueprints" / EDITED
     # One after another on the same cache: each edit meets what the previous ones cached.
     for label in ("team", "rank prefix", "threshold", "wiring", "expired suppression", "name"):
         target.write_text(EDITS[label](target.read_text()))
-        after = run(ws, plugins, mode="check", jobs=2)
-        files, findings = reference(ws, plugins)
-        assert _digests(after) == _sha(files), label
-        assert [str(d) + repr(d) for d in after.findings] == findings, label
+        _assert_full_render(run(ws, plugins, mode="check", jobs=2), ws, plugins, label)
     target.unlink()
     after = run(ws, plugins, mode="check", jobs=2)
     files, _ = reference(ws, plugins)
@@ -489,13 +492,7 @@ def test_a_view_that_is_not_json_is_a_plugin_error(small_fleet: Path) -> None:
 def test_lint_reruns_on_generated_fleet_files_when_their_cached_artifacts_are_damaged(
     small_fleet: Path, tmp_path: Path, _own_cache: Path
 ) -> None:
-    from tests.test_views import EDITED, EDITS
-
-    root = tmp_path / "repo"
-    shutil.copytree(small_fleet, root)
-    ws = open_workspace(root)
-    plugins = plugin_api.discover(ws.config)
-    run(ws, plugins, mode="check", jobs=2)
+    root, ws, plugins = _rendered_copy(small_fleet, tmp_path)
     damaged = sorted((_own_cache / "fleet-artifacts").rglob("*"))
     assert any(p.is_file() for p in damaged)
     for path in damaged:
@@ -506,7 +503,5 @@ def test_lint_reruns_on_generated_fleet_files_when_their_cached_artifacts_are_da
     target = root / "blueprints" / EDITED
     target.write_text(EDITS["expired suppression"](target.read_text()))
     after = run(ws, plugins, mode="check", jobs=2)
-    files, findings = reference(ws, plugins)
-    assert _digests(after) == _sha(files)
-    assert [str(d) + repr(d) for d in after.findings] == findings
+    _assert_full_render(after, ws, plugins, "expired suppression")
     assert any(d.code == "lint/expired-suppression" for d in after.findings)
