@@ -27,6 +27,8 @@ from obs_iac.plugins import (
     LintContext,
     LoadedPlugin,
     PluginSet,
+    crashed,
+    outside_paths,
     plugin_settings,
 )
 from obs_iac.plugins import discover as discover  # re-exported: tests and the engine patch it here
@@ -127,32 +129,12 @@ def generate(ws: Workspace, plan: Plan, plugins: PluginSet) -> tuple[Artifact, .
         except (InputError, PluginError):
             raise
         except Exception as exc:
-            raise PluginError(
-                [
-                    Diagnostic(
-                        "plugin/crash",
-                        Severity.ERROR,
-                        f"generator {gen.name!r} failed: {type(exc).__name__}: {exc}",
-                        hint="this is a bug in the generator; rerun with --debug for the "
-                        f"traceback and report it to {gen.distribution}",
-                        origin=gen.entry_point,
-                    )
-                ]
-            ) from exc
+            raise crashed(gen, f"generator {gen.name!r}", exc) from exc
+        problems.extend(outside_paths(gen, produced))
         for art in produced:
             if not conventions.is_safe_relative(art.path):
-                problems.append(
-                    Diagnostic(
-                        "plugin/bad-path",
-                        Severity.ERROR,
-                        f"generator {gen.name!r} returned the path {art.path!r}, which is "
-                        "outside its output folder",
-                        hint=f"report it to {gen.distribution}; artifact paths must be "
-                        "relative and stay inside the output folder",
-                        origin=gen.entry_point,
-                    )
-                )
-            elif art.path in owners:
+                continue  # reported just above
+            if art.path in owners:
                 problems.append(
                     Diagnostic(
                         "plugin/path-conflict",
@@ -189,17 +171,7 @@ def verify(
         try:
             findings.extend(rule.obj.check(plan, artifacts, ctx))
         except Exception as exc:
-            raise PluginError(
-                [
-                    Diagnostic(
-                        "plugin/crash",
-                        Severity.ERROR,
-                        f"lint rule {rule.name!r} failed: {type(exc).__name__}: {exc}",
-                        hint=f"rerun with --debug and report it to {rule.distribution}",
-                        origin=rule.entry_point,
-                    )
-                ]
-            ) from exc
+            raise crashed(rule, f"lint rule {rule.name!r}", exc) from exc
     today = getattr(inputs, "today", None) or dt.date.today()
     findings = apply_suppressions(plan, findings, today)
     # A set: the same finding made twice (e.g. by two shards) is one finding.

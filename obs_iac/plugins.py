@@ -227,6 +227,52 @@ class LoadedPlugin:
     entry_point: str
 
 
+def crashed(
+    plugin: LoadedPlugin,
+    what: str,
+    exc: BaseException,
+    *,
+    on: str | None = None,
+    location: Location | None = None,
+) -> PluginError:
+    """The error for a plugin that raised: ``plugin/crash``, naming it and where to report
+    it (the caller raises it ``from exc``, so --debug shows the traceback)."""
+    kind = "lint rule" if plugin.kind == "lint-rule" else plugin.kind
+    where = f" on {on}" if on else ""
+    return PluginError(
+        [
+            Diagnostic(
+                "plugin/crash",
+                Severity.ERROR,
+                f"{what} failed{where}: {type(exc).__name__}: {exc}",
+                hint=f"this is a bug in the {kind}; rerun with --debug for the traceback and "
+                f"report it to {plugin.distribution}",
+                location=location,
+                origin=plugin.entry_point,
+            )
+        ]
+    )
+
+
+def outside_paths(gen: LoadedPlugin, produced: Iterable[Artifact]) -> list[Diagnostic]:
+    """``plugin/bad-path`` for every artifact whose path leaves the output folder."""
+    from obs_iac import conventions
+
+    return [
+        Diagnostic(
+            "plugin/bad-path",
+            Severity.ERROR,
+            f"generator {gen.name!r} returned the path {art.path!r}, which is outside its "
+            "output folder",
+            hint=f"report it to {gen.distribution}; artifact paths must be relative and stay "
+            "inside the output folder",
+            origin=gen.entry_point,
+        )
+        for art in produced
+        if not conventions.is_safe_relative(art.path)
+    ]
+
+
 @dataclass(frozen=True)
 class PluginSet:
     packs: tuple[LoadedPlugin, ...]

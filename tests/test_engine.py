@@ -152,6 +152,12 @@ def test_examples_through_the_engine_match_generated(tmp_path: Path) -> None:
     assert collected(result)[0] == expected
 
 
+def _copy_of(fleet: Path, tmp_path: Path) -> tuple[Path, Workspace]:
+    root = tmp_path / "repo"
+    shutil.copytree(fleet, root)
+    return root, open_workspace(root)
+
+
 def _edit_threshold(root: Path, value: str) -> Path:
     first = sorted((root / "blueprints").glob("*.py"))[0]
     text = first.read_text()
@@ -169,9 +175,7 @@ def _edit_threshold(root: Path, value: str) -> Path:
 def test_incremental_render_redoes_one_service_and_matches_a_full_render(
     fleet_repo: Path, tmp_path: Path
 ) -> None:
-    root = tmp_path / "repo"
-    shutil.copytree(fleet_repo, root)
-    ws = open_workspace(root)
+    root, ws = _copy_of(fleet_repo, tmp_path)
     plugins = with_toys()
     run(ws, plugins, mode="collect", jobs=2)
     _edit_threshold(root, "81")
@@ -299,9 +303,7 @@ def test_crash_in_a_worker_is_a_plugin_error_with_its_traceback(fleet_repo: Path
 def test_write_mode_stages_and_commits_the_same_tree_as_the_writer(
     fleet_repo: Path, tmp_path: Path
 ) -> None:
-    root = tmp_path / "repo"
-    shutil.copytree(fleet_repo, root)
-    ws = open_workspace(root)
+    _root, ws = _copy_of(fleet_repo, tmp_path)
     plugins = with_toys()
     files, _ = reference(ws, plugins)
     result = run(ws, plugins, mode="write", jobs=2)
@@ -423,9 +425,7 @@ def _sha(files: dict[str, bytes]) -> dict[str, str]:
 
 def _rendered_copy(fleet: Path, tmp_path: Path) -> tuple[Path, Workspace, plugin_api.PluginSet]:
     """A copy of ``fleet`` with the built-in plugins, rendered once (the cache is warm)."""
-    root = tmp_path / "repo"
-    shutil.copytree(fleet, root)
-    ws = open_workspace(root)
+    root, ws = _copy_of(fleet, tmp_path)
     plugins = plugin_api.discover(ws.config)
     run(ws, plugins, mode="check", jobs=2)
     return root, ws, plugins

@@ -67,6 +67,8 @@ from obs_iac.plugins import (
     LoadedPlugin,
     PackContext,
     PluginSet,
+    crashed,
+    outside_paths,
     plugin_settings,
 )
 from obs_iac.progress import NullProgress, Progress
@@ -190,22 +192,6 @@ class WorkerTraceback(Exception):
     """A traceback from a pool worker, as text (--debug prints it as the cause)."""
 
 
-def _crash(plugin: LoadedPlugin, what: str, exc: Exception) -> PluginError:
-    kind = "lint rule" if plugin.kind == "lint-rule" else plugin.kind
-    return PluginError(
-        [
-            Diagnostic(
-                "plugin/crash",
-                Severity.ERROR,
-                f"{what} failed: {type(exc).__name__}: {exc}",
-                hint=f"this is a bug in the {kind}; rerun with --debug for the traceback and "
-                f"report it to {plugin.distribution}",
-                origin=plugin.entry_point,
-            )
-        ]
-    )
-
-
 def _error_payload(exc: ObsIacError) -> tuple[str, str, tuple[Diagnostic, ...], str]:
     cause = exc.__cause__
     text = "".join(traceback.format_exception(cause)) if cause is not None else ""
@@ -218,23 +204,7 @@ def _call(plugin: LoadedPlugin, what: str, fn: Callable[..., Iterable[T]], *args
     except ObsIacError:
         raise
     except Exception as exc:
-        raise _crash(plugin, what, exc) from exc
-
-
-def _checked_paths(gen: LoadedPlugin, produced: list[Artifact]) -> list[Diagnostic]:
-    return [
-        Diagnostic(
-            "plugin/bad-path",
-            Severity.ERROR,
-            f"generator {gen.name!r} returned the path {art.path!r}, which is outside its "
-            "output folder",
-            hint=f"report it to {gen.distribution}; artifact paths must be relative and stay "
-            "inside the output folder",
-            origin=gen.entry_point,
-        )
-        for art in produced
-        if not conventions.is_safe_relative(art.path)
-    ]
+        raise crashed(plugin, what, exc) from exc
 
 
 def _unchanged_since(target: Path, seen: Seen) -> bool:
@@ -371,7 +341,7 @@ def _render_shard(state: _State, index: int) -> ShardOutput:
         produced: list[Artifact] = _call(
             gen, f"generator {gen.name!r} on service {name!r}", gen.obj.generate, shard, ctx
         )
-        bad = _checked_paths(gen, produced)
+        bad = outside_paths(gen, produced)
         problems.extend(bad)
         artifacts.extend(a for a in produced if conventions.is_safe_relative(a.path))
     artifacts.sort(key=lambda a: a.path)
@@ -843,7 +813,7 @@ class _Fleet:
         produced: list[Artifact] = _call(
             gen, f"generator {gen.name!r}", getattr(gen.obj, method), self.state.whole_plan(), ctx
         )
-        problems = _checked_paths(gen, produced)
+        problems = outside_paths(gen, produced)
         artifacts = sorted(
             (a for a in produced if conventions.is_safe_relative(a.path)), key=lambda a: a.path
         )

@@ -23,7 +23,14 @@ from obs_iac.plan.model import (
     ServicePlan,
     SourceRef,
 )
-from obs_iac.plugins import Contribution, LoadedPlugin, PackContext, PluginSet, plugin_settings
+from obs_iac.plugins import (
+    Contribution,
+    LoadedPlugin,
+    PackContext,
+    PluginSet,
+    crashed,
+    plugin_settings,
+)
 
 
 @dataclass(frozen=True)
@@ -250,19 +257,12 @@ def _pack_call(pack: LoadedPlugin, svc: ServiceBlueprint, fn: Any, *args: Any) -
     except (InputError, PluginError):
         raise
     except Exception as exc:
-        raise PluginError(
-            [
-                Diagnostic(
-                    "plugin/crash",
-                    Severity.ERROR,
-                    f"pack {pack.name!r} failed on service {svc.name!r}: "
-                    f"{type(exc).__name__}: {exc}",
-                    hint="this is a bug in the pack; rerun with --debug for the traceback "
-                    f"and report it to {pack.distribution}",
-                    location=Location(svc.file, svc.line),
-                    origin=pack.entry_point,
-                )
-            ]
+        raise crashed(
+            pack,
+            f"pack {pack.name!r}",
+            exc,
+            on=f"service {svc.name!r}",
+            location=Location(svc.file, svc.line),
         ) from exc
 
 
