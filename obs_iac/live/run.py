@@ -1,0 +1,366 @@
+"""A live run: build the world, start each stack once, play the timeline on the fake
+targets while polling Prometheus and Alertmanager, then judge what really happened."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from obs_iac.live.inventory import (
+    AlertRule,
+    InhibitRule,
+    expected_muted,
+    labels_of,
+    load_alerts,
+    load_inhibit_rules,
+)
+from obs_iac.live.procs import StackError, Supervisor
+from obs_iac.live.scenarios import Scenario, World, build_world
+from obs_iac.live.stack import Stack, StackConfig, Target
+from obs_iac.live.timescale import parse_ms
+from obs_iac.toolchain import find_tool
+
+DEFAULT_SCALE = 60
+
+
+@dataclass
+class Poll:
+    t: float  # seconds since the fault phase began (negative: the healthy run)
+    prom: list[dict[str, Any]]
+    am: list[dict[str, Any]]
+
+
+@dataclass
+class StackResult:
+    stack: str
+    versions: dict[str, str]
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+    storm: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+@dataclass
+class LiveResult:
+    time_scale: int
+    wall_seconds: float
+    stacks: list[StackResult]
+    provisional_shapes: bool
+
+    @property
+    def passed(self) -> bool:
+        return all(not s.failures and not s.error for s in self.stacks)
+
+
+def _fingerprint(labels: Mapping[str, str]) -> str:
+    return json.dumps(sorted(labels.items()))
+
+
+def run_live(
+    root: Path,
+    stacks: Sequence[str],
+    time_scale: int = DEFAULT_SCALE,
+    timeout: float = 30.0,
+    generated: Path | None = None,
+    keep: Path | None = None,
+) -> LiveResult:
+    from obs_iac.pipeline import build_plan, open_workspace
+    from obs_iac.plugins import discover
+
+    from obs_iac.live import shapes
+
+    started = time.monotonic()
+    ws = open_workspace(root)
+    plan = build_plan(ws, discover(ws.config)).model_dump(mode="json", by_alias=True)
+    gen = generated or ws.output
+    alerts = load_alerts(gen / "prometheus" / "rules")
+    rules = load_inhibit_rules(gen / "alertmanager" / "inhibit_rules.yml")
+    # Every duration of the plan divides by the knob into whole milliseconds, or we stop
+    # before starting anything (timescale.ScaleError is a usage error).
+    parse_ms(plan["evaluation_interval"])
+    configs = [
+        StackConfig(
+            name=name,
+            prometheus=find_tool("prometheus", name),  # type: ignore[arg-type]
+            alertmanager=find_tool("alertmanager", name),  # type: ignore[arg-type]
+            time_scale=time_scale,
+            evaluation_interval=plan["evaluation_interval"],
+        )
+        for name in stacks
+    ]
+    world = build_world(plan, gen, alerts, time_scale)
+    relabel = {
+        p.name.split(".")[0]: (yaml.safe_load(p.read_text("utf-8")) or {})["metric_relabel_configs"]
+        for p in sorted((gen / "prometheus" / "relabel").glob("*.metric_relabel_configs.yml"))
+    }
+    honor = {"dcgm-exporter": any(bool((s.get("gpu") or {}).get("honor_labels")) for s in plan["services"])}
+    results: list[StackResult] = []
+    tmp_ctx = tempfile.TemporaryDirectory(prefix="obs-iac-live-")
+    workdir = Path(keep) if keep else Path(tmp_ctx.name)
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        with Supervisor(workdir) as sup:
+            for _job, ep, _labels in world.endpoints:
+                ep.start()
+            targets = [Target(job, ep.port, labels) for job, ep, labels in world.endpoints]
+            live: list[tuple[StackConfig, Stack]] = []
+            try:
+                for cfg in configs:
+                    d = workdir / cfg.name
+                    d.mkdir(exist_ok=True)
+                    st = Stack(cfg, d, gen, targets, relabel, honor, timeout, sup)
+                    st.start()
+                    live.append((cfg, st))
+                for _cfg, st in live:
+                    st.warm(timeout)
+                polls = _play(world, [s for _, s in live], time_scale)
+                for (cfg, st), stack_polls in zip(live, polls, strict=True):
+                    assert st.webhook is not None
+                    results.append(
+                        judge(cfg, alerts, rules, world, stack_polls, st.webhook.snapshot(), time_scale)
+                    )
+            finally:
+                for _, st in live:
+                    st.stop()
+                for _job, ep, _labels in world.endpoints:
+                    ep.stop()
+    finally:
+        if keep is None:
+            tmp_ctx.cleanup()
+    return LiveResult(
+        time_scale=time_scale,
+        wall_seconds=round(time.monotonic() - started, 1),
+        stacks=results,
+        provisional_shapes=shapes.provisional(),
+    )
+
+
+def phase_lengths(scale: int) -> dict[str, float]:
+    """Compressed seconds of each phase: a short healthy run of every SLO (the GPU healthy
+    run is a healthy node per service throughout), the GPU faults for the longest `for:`
+    of the GPU alerts (30m) plus 5m, the slow burn and then the fast burn 10m each."""
+    minute = 60 / scale
+    return {"healthy": 5 * minute, "faults": 36 * minute, "slow": 10 * minute, "fast": 10 * minute}
+
+
+def _play(world: World, stacks: Sequence[Stack], scale: int) -> list[list[Poll]]:
+    lengths = phase_lengths(scale)
+    polls: list[list[Poll]] = [[] for _ in stacks]
+    stop = threading.Event()
+    t_fault = time.monotonic() + lengths["healthy"]
+    period = max(0.25, 30 / scale)
+
+    def poller(i: int, st: Stack) -> None:
+        while not stop.is_set():
+            t = time.monotonic() - t_fault
+            try:
+                polls[i].append(Poll(t, st.prometheus_alerts(), st.alertmanager_alerts()))
+            except OSError:
+                pass
+            stop.wait(period)
+
+    threads = [threading.Thread(target=poller, args=(i, s), daemon=True) for i, s in enumerate(stacks)]
+    for th in threads:
+        th.start()
+    timeline: list[tuple[float, Any]] = []
+    for s in world.scenarios:
+        offset = lengths["slow"] if s.name == "slo-fast-burn" else 0.0
+        for a in s.actions:
+            timeline.append((offset + a.at, a.do))
+    timeline.sort(key=lambda x: x[0])
+    end = max(lengths["faults"], lengths["slow"] + lengths["fast"])
+    try:
+        for at, do in timeline:
+            _sleep_until(t_fault + at, stacks)
+            do()
+        _sleep_until(t_fault + end, stacks)
+    finally:
+        stop.set()
+        for th in threads:
+            th.join(timeout=10)
+    return polls
+
+
+def _sleep_until(deadline: float, stacks: Sequence[Stack]) -> None:
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        for st in stacks:
+            for child in st.sup.children:
+                if not child.alive():
+                    from obs_iac.live.procs import log_tail
+
+                    raise StackError(f"{child.name} died during the run:\n{log_tail(child.log)}")
+        time.sleep(min(left, 0.2))
+
+
+def _scenario_of(labels: Mapping[str, str], t: float, world: World, lengths: Mapping[str, float]) -> str:
+    host = labels.get("host_name", "")
+    for s in world.scenarios:
+        if host and host in s.hosts:
+            return s.name
+    if host in world.healthy_hosts:
+        return "healthy"
+    if labels.get("slo"):
+        return "slo-slow-burn" if t < lengths["slow"] else "slo-fast-burn"
+    return "unattributed"
+
+
+def judge(
+    cfg: StackConfig,
+    alerts: Sequence[AlertRule],
+    rules: Sequence[InhibitRule],
+    world: World,
+    polls: Sequence[Poll],
+    notifications: Sequence[Mapping[str, Any]],
+    scale: int,
+) -> StackResult:
+    res = StackResult(
+        stack=cfg.name,
+        versions={"prometheus": cfg.prometheus.version, "alertmanager": cfg.alertmanager.version},
+    )
+    lengths = phase_lengths(scale)
+    # 1. What fired in Prometheus, first time seen.
+    fired: dict[str, tuple[float, dict[str, str]]] = {}
+    for p in polls:
+        for a in p.prom:
+            if a.get("state") == "firing":
+                labels = labels_of(a)
+                fired.setdefault(_fingerprint(labels), (p.t, labels))
+    # The healthy run: nothing at all before the faults, nothing on a healthy node ever.
+    for t, labels in fired.values():
+        if t < 0 or labels.get("host_name") in world.healthy_hosts:
+            res.failures.append(
+                f"{labels.get('alertname')} fired in the healthy run ({_short(labels)})"
+            )
+    # 2. Every alert in the scenario made for it, on the labels it names.
+    by_alert = {(s.service, a): (s, want) for s in world.scenarios for a, want in s.proves.items()}
+    for rule in sorted(alerts, key=lambda r: (r.service, r.name)):
+        entry: dict[str, Any] = {"service": rule.service, "alert": rule.name}
+        key = (rule.service, rule.name)
+        if key in world.unproven:
+            entry.update(status="unproven", scenario="", detail=world.unproven[key])
+        elif key not in by_alert:
+            entry.update(status="unproven", scenario="", detail="no scenario")
+        else:
+            scen, want = by_alert[key]
+            hits = [
+                (t, ls)
+                for t, ls in fired.values()
+                if ls.get("alertname") == rule.name
+                and ls.get("service") == rule.service
+                and all(ls.get(k) == v for k, v in want.items())
+            ]
+            if hits:
+                t = min(t for t, _ in hits)
+                entry.update(status="proven", scenario=scen.name, detail=f"fired after {t:.1f} s")
+            else:
+                entry.update(
+                    status="FAILED",
+                    scenario=scen.name,
+                    detail=f"did not fire with {_short(want)}",
+                )
+                res.failures.append(f"{rule.service}/{rule.name} did not fire in {scen.name}")
+        res.alerts.append(entry)
+    # 3. Inhibition, poll by poll: what Alertmanager muted against what the rules say.
+    exercised: dict[str, int] = {r.key: 0 for r in rules}
+    wrong: dict[str, list[float]] = {}
+    missed: dict[str, list[float]] = {}
+    muted_ever: dict[str, dict[str, str]] = {}
+    first_seen: dict[str, float] = {}
+    always_expected: dict[str, bool] = {}
+    for p in polls:
+        am = [a for a in p.am if (a.get("status") or {}).get("state") in ("active", "suppressed")]
+        labels = [labels_of(a) for a in am]
+        expect = expected_muted(labels, rules)
+        for a, ls, keys in zip(am, labels, expect, strict=True):
+            fp = _fingerprint(ls)
+            first_seen.setdefault(fp, p.t)
+            suppressed = bool((a.get("status") or {}).get("inhibitedBy"))
+            always_expected[fp] = always_expected.get(fp, True) and bool(keys)
+            if suppressed:
+                muted_ever[fp] = ls
+            if suppressed and keys:
+                for k in keys:
+                    exercised[k] += 1
+            elif suppressed:
+                wrong.setdefault(fp, []).append(p.t)
+            elif keys:
+                missed.setdefault(fp, []).append(p.t)
+    # Alertmanager fills its source cache asynchronously: a disagreement must last two
+    # polls in a row to count.
+    for kind, table in (("muted although no edge names it", wrong), ("not muted", missed)):
+        for fp, times in table.items():
+            if _run_of(times, 2, polls):
+                ls = dict(json.loads(fp))
+                res.failures.append(f"{ls.get('alertname')} {kind} ({_short(ls)})")
+    for r in rules:
+        status = "proven" if exercised[r.key] else "unproven"
+        res.edges.append(
+            {
+                "service": r.service,
+                "edge": r.name,
+                "status": status,
+                "detail": f"muted targets in {exercised[r.key]} polls"
+                if exercised[r.key]
+                else "no scenario made a target fire while its source fired",
+            }
+        )
+    # 4. The webhook: what reached the receiver.
+    notified: dict[str, tuple[float, dict[str, str]]] = {}
+    for n in notifications:
+        for a in n.get("alerts") or []:
+            if a.get("status") == "firing":
+                ls = labels_of(a)
+                notified.setdefault(_fingerprint(ls), (0.0, ls))
+    for fp, expected in always_expected.items():
+        if expected and fp in notified:
+            ls = notified[fp][1]
+            res.failures.append(
+                f"{ls.get('alertname')} was notified although muted from the start ({_short(ls)})"
+            )
+    # 5. The storm: per scenario, fired / muted / notified.
+    rows: dict[tuple[str, str], dict[str, int]] = {}
+    for fp, (t, ls) in fired.items():
+        row = rows.setdefault(
+            (ls.get("service", ""), _scenario_of(ls, t, world, lengths)),
+            {"fired": 0, "muted": 0, "notified": 0},
+        )
+        row["fired"] += 1
+        row["muted"] += fp in muted_ever
+        row["notified"] += fp in notified
+    res.storm = [
+        {"service": svc, "scenario": scen, **counts}
+        for (svc, scen), counts in sorted(rows.items())
+    ]
+    return res
+
+
+def _run_of(times: Sequence[float], n: int, polls: Sequence[Poll]) -> bool:
+    index = {p.t: i for i, p in enumerate(polls)}
+    idx = sorted(index[t] for t in times if t in index)
+    run = 1
+    for a, b in zip(idx, idx[1:], strict=False):
+        run = run + 1 if b == a + 1 else 1
+        if run >= n:
+            return True
+    return n <= 1 and bool(idx)
+
+
+def _short(labels: Mapping[str, str]) -> str:
+    keep = ("service", "host_name", "resource_gpu_id", "slo", "nccl_group_id")
+    return ", ".join(f"{k}={labels[k]}" for k in keep if k in labels)
+
+
+def scenarios_of(world: World) -> list[Scenario]:
+    return world.scenarios
