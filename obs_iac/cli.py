@@ -440,6 +440,85 @@ def score(fmt: str, output: Path | None) -> None:
         click.echo(f"wrote {output}", err=True)
 
 
+@main.command(name="test")
+@click.option("--live", is_flag=True, help="Run the generated config on the real stack.")
+@click.option(
+    "--stack",
+    type=click.Choice(["floor", "current", "both"]),
+    default="both",
+    show_default=True,
+    help="floor: Prometheus 2.42 + Alertmanager 0.25 (Debian); current: 3.x + 0.35 "
+    "(`make tools`).",
+)
+@click.option(
+    "--time-scale",
+    type=click.IntRange(1, 600),
+    default=60,
+    show_default=True,
+    help="--live: divide every duration of the rules and the stack (for:, windows, "
+    "offsets, scrape and evaluation intervals) by N; thresholds stay as generated.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text"
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="--live: seconds each program may take to come up.",
+)
+@guarded
+def test_(live: bool, stack: str, time_scale: int, fmt: str, timeout: float) -> None:
+    """Prove the generated configuration: promtool tests, or (--live) every alert and
+    inhibit edge on the real Prometheus and Alertmanager. Exits 1 on a failure, 2 when
+    a tool is missing or of the wrong version (run `make tools`). See docs/testing.md."""
+    from obs_iac.pipeline import open_workspace
+
+    stacks = ["floor", "current"] if stack == "both" else [stack]
+    ws = open_workspace(_root())
+    if not live:
+        from obs_iac.live.promtool import run_promtool_tests
+
+        ok = True
+        report: list[dict[str, Any]] = []
+        for name in stacks:
+            version, results = run_promtool_tests(ws.output, name)  # type: ignore[arg-type]
+            for r in results:
+                ok = ok and r.passed
+                report.append({"stack": name, "promtool": version, "file": r.file,
+                               "passed": r.passed, "output": r.output})
+        if fmt == "json":
+            click.echo(json.dumps(report, indent=2, sort_keys=True))
+        else:
+            for r_ in report:
+                mark = "PASS" if r_["passed"] else "FAIL"
+                click.echo(f"{mark} {r_['stack']} promtool {r_['promtool']}: {r_['file']}")
+                if not r_["passed"]:
+                    click.echo("  " + r_["output"].strip().replace("\n", "\n  "))
+        if not ok:
+            sys.exit(EXIT_FINDINGS)
+        return
+    from obs_iac.live import report as live_report
+    from obs_iac.live.procs import StackError
+    from obs_iac.live.run import run_live
+    from obs_iac.live.timescale import ScaleError
+
+    try:
+        result = run_live(ws.root, stacks, time_scale=time_scale, timeout=timeout)
+    except (StackError, ScaleError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_FINDINGS if isinstance(exc, StackError) else EXIT_BAD_INPUT)
+    if fmt == "json":
+        click.echo(live_report.dumps(result), nl=False)
+    elif fmt == "markdown":
+        click.echo(live_report.to_markdown(result), nl=False)
+    else:
+        click.echo(live_report.to_text(result), nl=False)
+    if not result.passed:
+        sys.exit(EXIT_FINDINGS)
+
+
 @main.group(name="import")
 def import_() -> None:
     """Turn an SLO spec from another tool into a blueprint file."""

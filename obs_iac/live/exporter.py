@@ -62,7 +62,10 @@ class Endpoint:
                 self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the scraper gave up (scrape timeout); it records the failure
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return

@@ -72,6 +72,7 @@ def run_live(
     timeout: float = 30.0,
     generated: Path | None = None,
     keep: Path | None = None,
+    services: Sequence[str] | None = None,
 ) -> LiveResult:
     from obs_iac.pipeline import build_plan, open_workspace
     from obs_iac.plugins import discover
@@ -81,9 +82,17 @@ def run_live(
     started = time.monotonic()
     ws = open_workspace(root)
     plan = build_plan(ws, discover(ws.config)).model_dump(mode="json", by_alias=True)
+    if services is not None:
+        plan["services"] = [s for s in plan["services"] if s["name"] in services]
     gen = generated or ws.output
-    alerts = load_alerts(gen / "prometheus" / "rules")
-    rules = load_inhibit_rules(gen / "alertmanager" / "inhibit_rules.yml")
+    alerts = [
+        a for a in load_alerts(gen / "prometheus" / "rules")
+        if services is None or a.service in services
+    ]
+    rules = [
+        r for r in load_inhibit_rules(gen / "alertmanager" / "inhibit_rules.yml")
+        if services is None or r.service in services
+    ]
     # Every duration of the plan divides by the knob into whole milliseconds, or we stop
     # before starting anything (timescale.ScaleError is a usage error).
     parse_ms(plan["evaluation_interval"])

@@ -290,17 +290,17 @@ def build_world(
                 target.proves[a.name] = {"slo": sname}
             if kind == "freshness":
                 fast.actions.append(
-                    Action(0, lambda s=sname: app_holder[0].set_stale(s, True), f"{sname}: no success for 2h")
+                    Action(0, lambda s=sname, h=app_holder: h[0].set_stale(s, True), f"{sname}: no success for 2h")
                 )
                 continue
             if ticket:
                 ceiling = min(page) if page else 1.0
                 ratio = min((max(ticket) + ceiling) / 2, max(ticket) * 2, 0.99)
                 slow.actions.append(
-                    Action(0, lambda s=sname, r=ratio: app_holder[0].set_bad_ratio(s, r), f"{sname}: {ratio:.4g} bad")
+                    Action(0, lambda s=sname, r=ratio, h=app_holder: h[0].set_bad_ratio(s, r), f"{sname}: {ratio:.4g} bad")
                 )
             fast.actions.append(
-                Action(0, lambda s=sname: app_holder[0].set_bad_ratio(s, 1.0), f"{sname}: every event bad")
+                Action(0, lambda s=sname, h=app_holder: h[0].set_bad_ratio(s, 1.0), f"{sname}: every event bad")
             )
         if series:
             # Series of one name serve one SLO only (a counter shared by two SLOs keeps
