@@ -1,19 +1,38 @@
-"""Real tools (promtool, amtool) for the tests that need them."""
+"""Real tools (promtool, amtool, prometheus, alertmanager, otelcol, git, ...) for the tests
+that need them.
+
+The programs obs-iac emits configuration for come in two stacks (obs_iac.toolchain):
+``floor`` (Debian's Prometheus 2.42 / Alertmanager 0.25) and ``current`` (the releases
+pinned in tools/versions.toml, built by ``make tools``). A missing tool, or one of the
+wrong version, fails the test under CI=true and skips it elsewhere.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+from typing import NoReturn
 
 import pytest
 
+from obs_iac.toolchain import TOOLS, Stack, ToolError, find_tool
 
-def require_tool(name: str) -> str:
-    """The path of ``name``; a missing tool fails the test under CI and skips it elsewhere."""
+
+def require_tool(name: str, stack: Stack = "floor") -> str:
+    """The path of ``name`` in ``stack`` (ignored for tools outside obs_iac.toolchain,
+    such as git or make, which are looked up on PATH)."""
+    if name in TOOLS or name == "prometheus-alertmanager":
+        try:
+            return str(find_tool(name, stack).path)
+        except ToolError as exc:
+            _missing(str(exc))
     path = shutil.which(name)
     if path is not None:
         return path
-    message = f"{name} is not installed (apt-get install -y prometheus prometheus-alertmanager)"
+    _missing(f"{name} is not installed")
+
+
+def _missing(message: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
