@@ -24,11 +24,11 @@ from obs_iac.labels import (
 )
 from obs_iac.packs.framework.model import Framework
 from obs_iac.packs.framework.wiring import OtelWiring, status_label
-from obs_iac.packs.gpu import GPU_UTIL, GpuPack
+from obs_iac.packs.gpu import GPU_UTIL, TEST_HOST, stored_series
 from obs_iac.plan.compile import ServiceBlueprint
 from obs_iac.plan.model import AlertTestCase
 
-HOST_NAME = "gpu-node-1"
+HOST_NAME = TEST_HOST
 GROUP = "dp0"
 CALLS_PER_MINUTE = 60  # one training step per second
 Series = list[tuple[str, str]]
@@ -120,15 +120,9 @@ class Fixtures:
             raise ValueError(f"no fixture value for spanmetrics labels {missing}")
         span_labels = {label: values[label] for label in wanted}
         fleet = self.service.service.gpu
-        gpu_labels = GpuPack._test_labels(fleet, naming, self.service.service.sla_id)
-        gpu_labels.update(
-            {
-                "gpu": str(gpu),
-                "device": f"nvidia{gpu}",
-                "UUID": f"GPU-8d4c1f5e-2b7a-4c1e-9f00-3a6b5c4d2e1{gpu}",
-                naming.prom(GPU_ID): f"nvidia{gpu}",
-            }
-        )
+        # The GPU side of the join as Prometheus stores it: catalogue -> scrape ->
+        # the GPU pack's relabelling (the same derivation as the GPU pack's own tests).
+        gpu_labels = stored_series(GPU_UTIL, fleet, naming, self.service.service.sla_id, gpu=gpu)
         return Process(span_labels=span_labels, gpu_labels=gpu_labels)
 
     # -- series ----------------------------------------------------------------------------
