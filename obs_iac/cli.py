@@ -447,8 +447,7 @@ def score(fmt: str, output: Path | None) -> None:
     type=click.Choice(["floor", "current", "both"]),
     default="both",
     show_default=True,
-    help="floor: Prometheus 2.42 + Alertmanager 0.25 (Debian); current: 3.x + 0.35 "
-    "(`make tools`).",
+    help="floor: Prometheus 2.42 + Alertmanager 0.25 (Debian); current: 3.x + 0.35 (`make tools`).",
 )
 @click.option(
     "--time-scale",
@@ -458,9 +457,7 @@ def score(fmt: str, output: Path | None) -> None:
     help="--live: divide every duration of the rules and the stack (for:, windows, "
     "offsets, scrape and evaluation intervals) by N; thresholds stay as generated.",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text"
-)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text")
 @click.option(
     "--timeout",
     type=float,
@@ -486,8 +483,15 @@ def test_(live: bool, stack: str, time_scale: int, fmt: str, timeout: float) -> 
             version, results = run_promtool_tests(ws.output, name)  # type: ignore[arg-type]
             for r in results:
                 ok = ok and r.passed
-                report.append({"stack": name, "promtool": version, "file": r.file,
-                               "passed": r.passed, "output": r.output})
+                report.append(
+                    {
+                        "stack": name,
+                        "promtool": version,
+                        "file": r.file,
+                        "passed": r.passed,
+                        "output": r.output,
+                    }
+                )
         if fmt == "json":
             click.echo(json.dumps(report, indent=2, sort_keys=True))
         else:

@@ -37,8 +37,10 @@ def _stacks_or_skip(*names: str) -> list[str]:
             if os.environ.get("CI") == "true":
                 pytest.fail(str(exc))
     if not out:
-        pytest.skip("no live stack installed (floor: apt-get install prometheus "
-                    "prometheus-alertmanager; current: make tools)")
+        pytest.skip(
+            "no live stack installed (floor: apt-get install prometheus "
+            "prometheus-alertmanager; current: make tools)"
+        )
     return out
 
 
@@ -62,8 +64,14 @@ def test_gpu_and_slo_alerts_fire_in_their_scenarios(live: LiveResult) -> None:
     for s in live.stacks:
         by = {(a["service"], a["alert"]): a for a in s.alerts}
         for svc in ("recomm-v2", "image-classify-v3"):
-            for alert in ("GpuTemperatureHigh", "GpuUtilizationLow", "GpuRowRemapFailure",
-                          "GpuUncorrectableEccErrors", "GpuNvlinkThroughputDrop", "GpuNodeDown"):
+            for alert in (
+                "GpuTemperatureHigh",
+                "GpuUtilizationLow",
+                "GpuRowRemapFailure",
+                "GpuUncorrectableEccErrors",
+                "GpuNvlinkThroughputDrop",
+                "GpuNodeDown",
+            ):
                 assert by[(svc, alert)]["status"] == "proven", (s.stack, svc, alert)
         slo = [a for a in s.alerts if a["alert"].startswith("Slo")]
         assert slo and all(a["status"] == "proven" for a in slo), s.stack
@@ -80,8 +88,12 @@ def test_inhibition_matches_the_edges_exactly(live: LiveResult) -> None:
         assert not [f for f in s.failures if "muted" in f], s.failures
         proven = {(e["service"], e["edge"]) for e in s.edges if e["status"] == "proven"}
         for svc in ("recomm-v2", "image-classify-v3"):
-            for edge in ("gpu-fault-mutes-gpu-symptoms", "gpu-hot-mutes-util-low",
-                         "gpu-node-down-mutes-gpu-alerts", "slo-page-inhibits-ticket"):
+            for edge in (
+                "gpu-fault-mutes-gpu-symptoms",
+                "gpu-hot-mutes-util-low",
+                "gpu-node-down-mutes-gpu-alerts",
+                "slo-page-inhibits-ticket",
+            ):
                 assert (svc, edge) in proven, (s.stack, svc, edge)
 
 
@@ -107,10 +119,13 @@ def test_broken_alert_copy_is_detected(tmp_path: Path) -> None:
     (gen / "prometheus" / "rules" / "image-classify-v3.rules.yml").unlink()
     rules = gen / "prometheus" / "rules" / "recomm-v2.rules.yml"
     text = rules.read_text()
-    assert "gpu:dcgm_temperature:celsius{business_sla_id=\"recomm_v2\"} > 85" in text
-    rules.write_text(text.replace(
-        "gpu:dcgm_temperature:celsius{business_sla_id=\"recomm_v2\"} > 85",
-        "gpu:dcgm_temperature:celsius{business_sla_id=\"recomm_v2\"} > 185"))
+    assert 'gpu:dcgm_temperature:celsius{business_sla_id="recomm_v2"} > 85' in text
+    rules.write_text(
+        text.replace(
+            'gpu:dcgm_temperature:celsius{business_sla_id="recomm_v2"} > 85',
+            'gpu:dcgm_temperature:celsius{business_sla_id="recomm_v2"} > 185',
+        )
+    )
     result = run_live(ROOT, stacks, time_scale=120, generated=gen, services=["recomm-v2"])
     status = {a["alert"]: a["status"] for a in result.stacks[0].alerts}
     assert status["GpuTemperatureHigh"] == "FAILED"
@@ -123,8 +138,13 @@ def _alertmanager_argv(binary: str, tmp: Path):  # type: ignore[no-untyped-def]
     cfg.write_text(yaml.safe_dump({"route": {"receiver": "x"}, "receivers": [{"name": "x"}]}))
 
     def argv(port: int) -> list[str]:
-        return [binary, f"--config.file={cfg}", f"--storage.path={tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="]
+        return [
+            binary,
+            f"--config.file={cfg}",
+            f"--storage.path={tmp / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=",
+        ]
 
     return argv
 
@@ -138,8 +158,13 @@ def test_port_in_use_picks_another(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         assert pick_port(port) != port
         with Supervisor(tmp_path) as sup:
-            _, used = sup.start("am", _alertmanager_argv(am.path, tmp_path),
-                                lambda p: f"http://127.0.0.1:{p}/-/ready", 20, port=port)
+            _, used = sup.start(
+                "am",
+                _alertmanager_argv(str(am.path), tmp_path),
+                lambda p: f"http://127.0.0.1:{p}/-/ready",
+                20,
+                port=port,
+            )
             assert used != port
 
 
@@ -151,8 +176,14 @@ def test_wrong_tool_version_exits_2(tmp_path: Path) -> None:
         tool.write_text(f"#!/bin/sh\necho '{name}, version {version} (branch: x)'\n")
         tool.chmod(0o755)
     env = {**os.environ, "OBS_IAC_TOOLS_DIR": str(tmp_path)}
-    proc = subprocess.run([OBS_IAC, "test", "--live", "--stack", "current"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [OBS_IAC, "test", "--live", "--stack", "current"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "prometheus" in proc.stderr and "2.53.0" in proc.stderr
     assert "make tools" in proc.stderr and "Traceback" not in proc.stderr
@@ -165,13 +196,15 @@ def test_good_tool_version_is_accepted() -> None:
 
 def test_stack_that_never_comes_up_reports_log_and_leaves_nothing(tmp_path: Path) -> None:
     fake = tmp_path / "never-ready"
-    fake.write_text("#!/bin/sh\necho \"fake-prometheus: stuck loading the WAL pgid=$$\"\n"
-                    "sleep 300 &\nsleep 300\n")
+    fake.write_text(
+        '#!/bin/sh\necho "fake-prometheus: stuck loading the WAL pgid=$$"\nsleep 300 &\nsleep 300\n'
+    )
     fake.chmod(0o755)
     with Supervisor(tmp_path) as sup:
         with pytest.raises(StackError) as err:
-            sup.start("fake", lambda port: [str(fake)],
-                      lambda p: f"http://127.0.0.1:{p}/-/ready", 1.5)
+            sup.start(
+                "fake", lambda port: [str(fake)], lambda p: f"http://127.0.0.1:{p}/-/ready", 1.5
+            )
         pgids = {c.pid for c in sup.children}
     assert "stuck loading the WAL" in str(err.value)
     assert not pgids  # the failed child was removed and stopped

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +38,9 @@ HEALTHY: Mapping[str, float] = {
     "DCGM_FI_PROF_NVLINK_RX_BYTES": 4.0e9,
 }
 XID = "DCGM_FI_DEV_XID_ERRORS"
+XID_COUNT = "DCGM_EXP_XID_ERRORS_COUNT"
+# DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE default (ms), facts.md section 2.
+XID_WINDOW_MS = 300_000
 
 
 class Endpoint:
@@ -53,7 +57,7 @@ class Endpoint:
         render = self.render
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 if self.path.split("?")[0] != "/metrics":
                     self.send_error(404)
                     return
@@ -67,7 +71,7 @@ class Endpoint:
                 except (BrokenPipeError, ConnectionResetError):
                     return  # the scraper gave up (scrape timeout); it records the failure
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
         for _ in range(3):
@@ -106,6 +110,8 @@ class GpuNode:
     node_index: int
     values: dict[tuple[int, str], float] = field(default_factory=dict)
     xid_code: dict[int, int] = field(default_factory=dict)
+    xid_events: list[tuple[float, int, int]] = field(default_factory=list)  # (t, gpu, code)
+    time_scale: int = 1
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -114,7 +120,8 @@ class GpuNode:
         self.devices = [
             shapes.gpu_device(
                 gpu=i,
-                uuid=f"GPU-{self.node_index:08x}-{abs(hash(self.service)) % 65536:04x}-4c1e-9f00-{i:012x}",
+                uuid=f"GPU-{self.node_index:08x}-{zlib.crc32(self.service.encode()) % 65536:04x}"
+                f"-4c1e-9f00-{i:012x}",
                 model_name=self.model,
                 hostname=self.host,
                 pci_bus_id=f"00000000:{0x10 + i:02X}:00.0",
@@ -148,12 +155,32 @@ class GpuNode:
         with self.lock:
             self.xid_code[gpu] = code
             self.values[(gpu, XID)] = code
+            self.xid_events.append((time.monotonic(), gpu, code))
 
     def exposition(self) -> str:
         with self.lock:
             samples: list[tuple[str, Mapping[str, str], float]] = []
+            # The exporter counts XIDs per code over its window (compressed like every
+            # other duration of the run); the label keeps the configured window.
+            horizon = time.monotonic() - XID_WINDOW_MS / 1000 / self.time_scale
             for name, _kind, _help in self.fields:
                 for device, pod in zip(self.devices, self.pods, strict=True):
+                    if name == XID_COUNT:
+                        counts: dict[int, int] = {}
+                        for t, gpu, code in self.xid_events:
+                            if gpu == device.gpu and t >= horizon:
+                                counts[code] = counts.get(code, 0) + 1
+                        rows = [({"xid": str(c)}, float(n)) for c, n in sorted(counts.items())]
+                        for extra, value in rows or [({}, 0.0)]:
+                            labels = self.shape.series(
+                                name,
+                                device,
+                                kubernetes=pod,
+                                honor_labels=True,
+                                value_labels={"window_size_in_ms": str(XID_WINDOW_MS), **extra},
+                            )
+                            samples.append((name, labels, value))
+                        continue
                     value_labels: dict[str, str] = {}
                     if name == XID and self.shape.has_xid_err_labels:
                         value_labels["err_code"] = str(self.xid_code.get(device.gpu, 0))
@@ -245,9 +272,13 @@ class ServiceApp:
                         out.append(f'{s.name}_bucket{{{inner}{sep}le="{b:g}"}} {count:.3f}\n')
                     total = self._counts.get(s.name + "_count", 0.0)
                     out.append(f'{s.name}_bucket{{{inner}{sep}le="+Inf"}} {total:.3f}\n')
-                    out.append(f"{s.name}_sum{{{inner}}} {self._counts.get(s.name + '_sum', 0.0):.3f}\n")
+                    out.append(
+                        f"{s.name}_sum{{{inner}}} {self._counts.get(s.name + '_sum', 0.0):.3f}\n"
+                    )
                     out.append(f"{s.name}_count{{{inner}}} {total:.3f}\n")
                 else:
                     age = 7200 if self.stale.get(s.slo, False) else 5
-                    out.append(f"# TYPE {s.name} gauge\n{s.name}{{{inner}}} {time.time() - age:.3f}\n")
+                    out.append(
+                        f"# TYPE {s.name} gauge\n{s.name}{{{inner}}} {time.time() - age:.3f}\n"
+                    )
             return "".join(out)

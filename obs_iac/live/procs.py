@@ -3,6 +3,7 @@ always stopped (SIGTERM, then SIGKILL to the whole group) on exit, error or Ctrl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -75,19 +76,13 @@ class Child:
 
     def stop(self, grace: float = 5.0) -> None:
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                pass
         # The group may outlive its leader (a forked helper): kill what is left of it.
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         if self.proc.poll() is None:
             self.proc.wait(timeout=grace)
         self._log_file.close()
@@ -165,9 +160,7 @@ class Supervisor:
                 attempt_port = free_port()
                 continue
             why = "exited" if not alive else f"did not answer {ready(attempt_port)}"
-            raise StackError(
-                f"{name} {why} within {timeout:g} s; last lines of {log}:\n{tail}"
-            )
+            raise StackError(f"{name} {why} within {timeout:g} s; last lines of {log}:\n{tail}")
         raise StackError(f"{name}: no free port after 3 attempts; log:\n{log_tail(log)}")
 
 

@@ -25,7 +25,7 @@ def run_promtool_tests(generated: Path, stack: Stack) -> tuple[str, list[FileRes
         return promtool.version, []
     # One call over every file; rule_files paths in the tests are relative to tests_dir.
     proc = subprocess.run(
-        [promtool.path, "test", "rules", *files],
+        [str(promtool.path), "test", "rules", *files],
         cwd=tests_dir,
         capture_output=True,
         text=True,

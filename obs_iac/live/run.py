@@ -3,6 +3,8 @@ targets while polling Prometheus and Alertmanager, then judge what really happen
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import tempfile
 import threading
@@ -74,10 +76,9 @@ def run_live(
     keep: Path | None = None,
     services: Sequence[str] | None = None,
 ) -> LiveResult:
+    from obs_iac.live import shapes
     from obs_iac.pipeline import build_plan, open_workspace
     from obs_iac.plugins import discover
-
-    from obs_iac.live import shapes
 
     started = time.monotonic()
     ws = open_workspace(root)
@@ -86,11 +87,13 @@ def run_live(
         plan["services"] = [s for s in plan["services"] if s["name"] in services]
     gen = generated or ws.output
     alerts = [
-        a for a in load_alerts(gen / "prometheus" / "rules")
+        a
+        for a in load_alerts(gen / "prometheus" / "rules")
         if services is None or a.service in services
     ]
     rules = [
-        r for r in load_inhibit_rules(gen / "alertmanager" / "inhibit_rules.yml")
+        r
+        for r in load_inhibit_rules(gen / "alertmanager" / "inhibit_rules.yml")
         if services is None or r.service in services
     ]
     # Every duration of the plan divides by the knob into whole milliseconds, or we stop
@@ -111,7 +114,11 @@ def run_live(
         p.name.split(".")[0]: (yaml.safe_load(p.read_text("utf-8")) or {})["metric_relabel_configs"]
         for p in sorted((gen / "prometheus" / "relabel").glob("*.metric_relabel_configs.yml"))
     }
-    honor = {"dcgm-exporter": any(bool((s.get("gpu") or {}).get("honor_labels")) for s in plan["services"])}
+    honor = {
+        "dcgm-exporter": any(
+            bool((s.get("gpu") or {}).get("honor_labels")) for s in plan["services"]
+        )
+    }
     results: list[StackResult] = []
     tmp_ctx = tempfile.TemporaryDirectory(prefix="obs-iac-live-")
     workdir = Path(keep) if keep else Path(tmp_ctx.name)
@@ -135,7 +142,15 @@ def run_live(
                 for (cfg, st), stack_polls in zip(live, polls, strict=True):
                     assert st.webhook is not None
                     results.append(
-                        judge(cfg, alerts, rules, world, stack_polls, st.webhook.snapshot(), time_scale)
+                        judge(
+                            cfg,
+                            alerts,
+                            rules,
+                            world,
+                            stack_polls,
+                            st.webhook.snapshot(),
+                            time_scale,
+                        )
                     )
             finally:
                 for _, st in live:
@@ -171,13 +186,13 @@ def _play(world: World, stacks: Sequence[Stack], scale: int) -> list[list[Poll]]
     def poller(i: int, st: Stack) -> None:
         while not stop.is_set():
             t = time.monotonic() - t_fault
-            try:
+            with contextlib.suppress(OSError):
                 polls[i].append(Poll(t, st.prometheus_alerts(), st.alertmanager_alerts()))
-            except OSError:
-                pass
             stop.wait(period)
 
-    threads = [threading.Thread(target=poller, args=(i, s), daemon=True) for i, s in enumerate(stacks)]
+    threads = [
+        threading.Thread(target=poller, args=(i, s), daemon=True) for i, s in enumerate(stacks)
+    ]
     for th in threads:
         th.start()
     timeline: list[tuple[float, Any]] = []
@@ -213,7 +228,9 @@ def _sleep_until(deadline: float, stacks: Sequence[Stack]) -> None:
         time.sleep(min(left, 0.2))
 
 
-def _scenario_of(labels: Mapping[str, str], t: float, world: World, lengths: Mapping[str, float]) -> str:
+def _scenario_of(
+    labels: Mapping[str, str], t: float, world: World, lengths: Mapping[str, float]
+) -> str:
     host = labels.get("host_name", "")
     for s in world.scenarios:
         if host and host in s.hosts:
@@ -290,15 +307,15 @@ def judge(
     always_expected: dict[str, bool] = {}
     for p in polls:
         am = [a for a in p.am if (a.get("status") or {}).get("state") in ("active", "suppressed")]
-        labels = [labels_of(a) for a in am]
-        expect = expected_muted(labels, rules)
-        for a, ls, keys in zip(am, labels, expect, strict=True):
-            fp = _fingerprint(ls)
+        label_sets = [labels_of(a) for a in am]
+        expect = expected_muted(label_sets, rules)
+        for a, alert_labels, keys in zip(am, label_sets, expect, strict=True):
+            fp = _fingerprint(alert_labels)
             first_seen.setdefault(fp, p.t)
             suppressed = bool((a.get("status") or {}).get("inhibitedBy"))
             always_expected[fp] = always_expected.get(fp, True) and bool(keys)
             if suppressed:
-                muted_ever[fp] = ls
+                muted_ever[fp] = alert_labels
             if suppressed and keys:
                 for k in keys:
                     exercised[k] += 1
@@ -311,8 +328,8 @@ def judge(
     for kind, table in (("muted although no edge names it", wrong), ("not muted", missed)):
         for fp, times in table.items():
             if _run_of(times, 2, polls):
-                ls = dict(json.loads(fp))
-                res.failures.append(f"{ls.get('alertname')} {kind} ({_short(ls)})")
+                bad = {str(k): str(v) for k, v in json.loads(fp)}
+                res.failures.append(f"{bad.get('alertname')} {kind} ({_short(bad)})")
     for r in rules:
         status = "proven" if exercised[r.key] else "unproven"
         res.edges.append(
@@ -330,27 +347,27 @@ def judge(
     for n in notifications:
         for a in n.get("alerts") or []:
             if a.get("status") == "firing":
-                ls = labels_of(a)
-                notified.setdefault(_fingerprint(ls), (0.0, ls))
+                sent = labels_of(a)
+                notified.setdefault(_fingerprint(sent), (0.0, sent))
     for fp, expected in always_expected.items():
         if expected and fp in notified:
-            ls = notified[fp][1]
+            sent = notified[fp][1]
             res.failures.append(
-                f"{ls.get('alertname')} was notified although muted from the start ({_short(ls)})"
+                f"{sent.get('alertname')} was notified although muted from the start "
+                f"({_short(sent)})"
             )
     # 5. The storm: per scenario, fired / muted / notified.
     rows: dict[tuple[str, str], dict[str, int]] = {}
-    for fp, (t, ls) in fired.items():
+    for fp, (t, fired_labels) in fired.items():
         row = rows.setdefault(
-            (ls.get("service", ""), _scenario_of(ls, t, world, lengths)),
+            (fired_labels.get("service", ""), _scenario_of(fired_labels, t, world, lengths)),
             {"fired": 0, "muted": 0, "notified": 0},
         )
         row["fired"] += 1
         row["muted"] += fp in muted_ever
         row["notified"] += fp in notified
     res.storm = [
-        {"service": svc, "scenario": scen, **counts}
-        for (svc, scen), counts in sorted(rows.items())
+        {"service": svc, "scenario": scen, **counts} for (svc, scen), counts in sorted(rows.items())
     ]
     return res
 
@@ -359,7 +376,7 @@ def _run_of(times: Sequence[float], n: int, polls: Sequence[Poll]) -> bool:
     index = {p.t: i for i, p in enumerate(polls)}
     idx = sorted(index[t] for t in times if t in index)
     run = 1
-    for a, b in zip(idx, idx[1:], strict=False):
+    for a, b in itertools.pairwise(idx):
         run = run + 1 if b == a + 1 else 1
         if run >= n:
             return True

@@ -13,6 +13,7 @@ import csv
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,14 @@ class World:
     unproven: dict[tuple[str, str], str]  # (service, alert) -> why
 
 
+def _stale(holder: list[ServiceApp], slo: str) -> None:
+    holder[0].set_stale(slo, True)
+
+
+def _ratio(holder: list[ServiceApp], slo: str, ratio: float) -> None:
+    holder[0].set_bad_ratio(slo, ratio)
+
+
 def read_collectors(path: Path) -> list[tuple[str, str, str]]:
     rows = []
     with path.open(encoding="utf-8", newline="") as fh:
@@ -127,14 +136,15 @@ def build_world(
             def node(host: str) -> GpuNode:
                 n = GpuNode(
                     host=host,
-                    service=name,
-                    sla_id=sla,
-                    exporter_version=gpu["dcgm_exporter_version"],
-                    model=gpu["model"],
-                    driver_version=gpu.get("driver_version") or "",
-                    fields=fields,
+                    service=name,  # noqa: B023 (called in the same iteration)
+                    sla_id=sla,  # noqa: B023 (called in the same iteration)
+                    exporter_version=gpu["dcgm_exporter_version"],  # noqa: B023 (called in the same iteration)
+                    model=gpu["model"],  # noqa: B023 (called in the same iteration)
+                    driver_version=gpu.get("driver_version") or "",  # noqa: B023 (called in the same iteration)
+                    fields=fields,  # noqa: B023 (called in the same iteration)
                     gpus=GPUS_PER_NODE,
                     node_index=len(nodes) + 1,
+                    time_scale=scale,
                 )
                 nodes.append(n)
                 ep = Endpoint(n.exposition)
@@ -173,7 +183,7 @@ def build_world(
                 if scen == "over-temperature":
 
                     def hot(n: GpuNode = n) -> None:
-                        n.set(0, "DCGM_FI_DEV_GPU_TEMP", limit + 7)
+                        n.set(0, "DCGM_FI_DEV_GPU_TEMP", limit + 7)  # noqa: B023 (called in the same iteration)
                         n.set(0, "DCGM_FI_DEV_GPU_UTIL", 5)  # throttled
                         n.set(1, "DCGM_FI_DEV_GPU_UTIL", 5)  # its peer waits on it
 
@@ -248,7 +258,7 @@ def build_world(
             base = {"business_sla_id": sla}
 
             def lbls(spec: Mapping[str, Any]) -> dict[str, str]:
-                out = dict(base)
+                out = dict(base)  # noqa: B023 (called in the same iteration)
                 for label in spec.get("labels") or []:
                     if label not in ("business_sla_id", "instance", "job"):
                         out[label] = "0" if "rank" in label else "v1"
@@ -258,7 +268,12 @@ def build_world(
                 h_ = sli["histogram"]
                 series.append(
                     SliSeries(
-                        h_["name"], "latency", sname, lbls(h_), h_["buckets"], sli["threshold_seconds"]
+                        h_["name"],
+                        "latency",
+                        sname,
+                        lbls(h_),
+                        h_["buckets"],
+                        sli["threshold_seconds"],
                     )
                 )
             elif kind == "error_ratio":
@@ -290,23 +305,37 @@ def build_world(
                 target.proves[a.name] = {"slo": sname}
             if kind == "freshness":
                 fast.actions.append(
-                    Action(0, lambda s=sname, h=app_holder: h[0].set_stale(s, True), f"{sname}: no success for 2h")
+                    Action(
+                        0,
+                        partial(_stale, app_holder, sname),
+                        f"{sname}: no success for 2h",
+                    )
                 )
                 continue
             if ticket:
                 ceiling = min(page) if page else 1.0
                 ratio = min((max(ticket) + ceiling) / 2, max(ticket) * 2, 0.99)
                 slow.actions.append(
-                    Action(0, lambda s=sname, r=ratio, h=app_holder: h[0].set_bad_ratio(s, r), f"{sname}: {ratio:.4g} bad")
+                    Action(
+                        0,
+                        partial(_ratio, app_holder, sname, ratio),
+                        f"{sname}: {ratio:.4g} bad",
+                    )
                 )
             fast.actions.append(
-                Action(0, lambda s=sname, h=app_holder: h[0].set_bad_ratio(s, 1.0), f"{sname}: every event bad")
+                Action(
+                    0,
+                    partial(_ratio, app_holder, sname, 1.0),
+                    f"{sname}: every event bad",
+                )
             )
         if series:
             # Series of one name serve one SLO only (a counter shared by two SLOs keeps
             # the first SLO's role).
-            seen: set[str] = set()
-            unique = [s for s in series if not (s.name in seen or seen.add(s.name))]
+            unique: list[SliSeries] = []
+            for one in series:
+                if one.name not in {u.name for u in unique}:
+                    unique.append(one)
             app = ServiceApp(service=name, series=unique)
             app_holder.append(app)
             apps.append(app)

@@ -18,8 +18,11 @@ from typing import Any, Protocol
 
 
 class ShapeLike(Protocol):
-    host_label: str
-    has_xid_err_labels: bool
+    @property
+    def host_label(self) -> str: ...
+
+    @property
+    def has_xid_err_labels(self) -> bool: ...
 
     def series(
         self,

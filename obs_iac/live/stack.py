@@ -37,7 +37,7 @@ class Webhook:
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with hook.lock:
@@ -45,7 +45,7 @@ class Webhook:
                 self.send_response(200)
                 self.end_headers()
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
         self.server = ThreadingHTTPServer(("127.0.0.1", pick_port()), Handler)
@@ -119,8 +119,7 @@ class Stack:
                 "job_name": job,
                 "honor_labels": self.honor_labels.get(job, False),
                 "static_configs": [
-                    {"targets": [f"127.0.0.1:{t.port}"], "labels": dict(t.labels)}
-                    for t in targets
+                    {"targets": [f"127.0.0.1:{t.port}"], "labels": dict(t.labels)} for t in targets
                 ],
             }
             if job in self.relabel:
@@ -172,7 +171,7 @@ class Stack:
 
         def am_argv(port: int) -> list[str]:
             return [
-                am.path,
+                str(am.path),
                 f"--config.file={am_cfg}",
                 f"--storage.path={work / 'am-data'}",
                 f"--web.listen-address=127.0.0.1:{port}",
@@ -190,12 +189,14 @@ class Stack:
         # Rules come after the warm-up (warm()): evaluated before the first scrape, an
         # absent() would count the start-up itself as bad SLO slices.
         prom_cfg = self._prom_cfg = work / "prometheus.yml"
-        prom_cfg.write_text(yaml.safe_dump(self._prometheus_yml(am_port, rules=False), sort_keys=False))
+        prom_cfg.write_text(
+            yaml.safe_dump(self._prometheus_yml(am_port, rules=False), sort_keys=False)
+        )
         prom = self.cfg.prometheus
 
         def prom_argv(port: int) -> list[str]:
             return [
-                prom.path,
+                str(prom.path),
                 f"--config.file={prom_cfg}",
                 f"--storage.tsdb.path={work / 'prom-data'}",
                 f"--web.listen-address=127.0.0.1:{port}",
@@ -233,12 +234,16 @@ class Stack:
                 )
             time.sleep(0.1)
         time.sleep(2 * interval)
-        self._prom_cfg.write_text(yaml.safe_dump(self._prometheus_yml(self._am_port), sort_keys=False))
+        self._prom_cfg.write_text(
+            yaml.safe_dump(self._prometheus_yml(self._am_port), sort_keys=False)
+        )
         os.kill(self._prom.pid, signal.SIGHUP)
         while True:
             groups = get_json(f"{self.prom_url}/api/v1/rules")["data"]["groups"]
             # A group not evaluated yet reports Go's zero time (0001-01-01...).
-            if groups and all(not str(g.get("lastEvaluation", "0001")).startswith("0001") for g in groups):
+            if groups and all(
+                not str(g.get("lastEvaluation", "0001")).startswith("0001") for g in groups
+            ):
                 return
             if time.monotonic() > deadline:
                 raise StackError(
