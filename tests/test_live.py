@@ -23,7 +23,6 @@ from obs_iac.toolchain import ToolError, find_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 OBS_IAC = str(Path(sys.executable).parent / "obs-iac")
-XID_DEFECT = "GpuXidError cannot fire on dcgm-exporter >= 4.0.0 (issue 17, defect 1)"
 
 
 def _stacks_or_skip(*names: str) -> list[str]:
@@ -97,7 +96,6 @@ def test_inhibition_matches_the_edges_exactly(live: LiveResult) -> None:
                 assert (svc, edge) in proven, (s.stack, svc, edge)
 
 
-@pytest.mark.xfail(strict=True, reason=XID_DEFECT)
 def test_live_proof_passes(live: LiveResult) -> None:
     assert live.passed, [f for s in live.stacks for f in s.failures]
 
