@@ -25,6 +25,9 @@ CATALOGUE = {
         ("sum(gpu_util)", set()),
         ("topk by (host) (1, gpu_util)", {"gpu", "host", "sla"}),
         ('count_values("v", gpu_util)', {"v"}),
+        # Parenthesised string parameters are valid PromQL (promtool 2.42 accepts both).
+        ('count_values(("v"), gpu_util)', {"v"}),
+        ('label_replace(gpu_util, ("dst"), "$1", ("gpu"), "(.*)")', {"gpu", "host", "sla", "dst"}),
         ("gpu_util * on (host) group_left (kernel) node_info", {"gpu", "host", "sla", "kernel"}),
         ("node_info * on (host) group_right (kernel) gpu_util", {"gpu", "host", "sla", "kernel"}),
         ("gpu_util > on (host, gpu, sla) gpu_util", {"gpu", "host", "sla"}),
