@@ -11,7 +11,6 @@ The YAML is composed into nodes (libyaml) so every problem has a line and a colu
 from __future__ import annotations
 
 import difflib
-
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
