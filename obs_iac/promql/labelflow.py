@@ -321,9 +321,9 @@ class _Walker:
         else:
             out = frozenset(grouping)
         if op == "count_values" and node.param is not None:
-            label = _string_literal(node.param)
+            value_label = _string_literal(node.param)
             # Prometheus accepts any string-typed parameter, `("v")` included.
-            out = _union(out, frozenset({label}) if label is not None else None)
+            out = _union(out, frozenset({value_label}) if value_label is not None else None)
         kind_type = "counter" if op == "sum" and inner.type == "counter" else "gauge"
         unit = inner.unit if op in SCALE_KEEPING_AGGREGATIONS else None
         return _Value("vector", out, kind_type, unit, metric=inner.metric)
