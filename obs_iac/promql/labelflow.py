@@ -261,7 +261,7 @@ class _Walker:
         ):
             self.out.counter_misuse.append(CounterMisuse(fname, vec.metric, vec.type))
         if fname in ("label_replace", "label_join"):
-            strings = [getattr(a, "val", None) for a in raw[1:]]
+            strings = [_string_literal(a) for a in raw[1:]]
             dst = strings[0] if strings else None
             sources: list[str] = []
             if fname == "label_replace" and len(strings) >= 4:
@@ -276,6 +276,8 @@ class _Walker:
                         self.out.missing.append(LabelRef(src, fname, labels, vec.metric))
             if dst:
                 labels = _union(labels, frozenset({dst}))
+            elif dst is None and strings:
+                labels = None  # not a literal we can read: any label may be there
             return _Value("vector", labels, vec.type, vec.unit, metric=vec.metric)
         if fname in ("histogram_quantile", "histogram_fraction"):
             if labels is not None and "le" not in labels:
@@ -319,7 +321,9 @@ class _Walker:
         else:
             out = frozenset(grouping)
         if op == "count_values" and node.param is not None:
-            out = _union(out, frozenset({str(node.param.val)}))
+            value_label = _string_literal(node.param)
+            # Prometheus accepts any string-typed parameter, `("v")` included.
+            out = _union(out, frozenset({value_label}) if value_label is not None else None)
         kind_type = "counter" if op == "sum" and inner.type == "counter" else "gauge"
         unit = inner.unit if op in SCALE_KEEPING_AGGREGATIONS else None
         return _Value("vector", out, kind_type, unit, metric=inner.metric)
@@ -444,3 +448,12 @@ def analyze(expr: str, catalogue: Mapping[str, MetricFacts]) -> Analysis:
     result.unit = value.unit
     result.metrics = tuple(sorted(walker.metrics))
     return result
+
+
+def _string_literal(node: Any) -> str | None:
+    """The value of a string literal, through any parentheses; None for anything else."""
+    while type(node).__name__ == "ParenExpr":
+        node = node.expr
+    if type(node).__name__ == "StringLiteral":
+        return str(node.val)
+    return None

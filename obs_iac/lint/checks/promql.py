@@ -79,16 +79,34 @@ class LabelFlow(CorpusRule):
                 known = ", ".join(sorted(ref.available)) or "none"
                 hint = f"did you mean {close!r}? " if close else ""
                 hint += f"labels there: {known}"
+                severity, consequence = ref_consequence(ref, rule.kind)
                 yield corpus.diag(
                     self.code,
-                    self.default_severity,
-                    f"{rule.name}: {describe_ref(ref)}; the "
-                    + ("alert can never fire" if rule.kind == "alert" else "result is wrong"),
+                    severity,
+                    f"{rule.name}: {describe_ref(ref)}; {consequence}",
                     unit,
                     rule,
                     hint=hint,
                     at_expr=ref.context != "template",
                 )
+
+
+def ref_consequence(ref: LabelRef, kind: str) -> tuple[Severity, str]:
+    """What a missing label does, stated exactly. Only a matcher makes the query select
+    nothing (a defect: error); elsewhere the rule still evaluates and the damage is
+    narrower (a warning that says what it is)."""
+    if ref.context == "matcher":
+        what = "the alert can never fire" if kind == "alert" else "the rule records nothing"
+        return Severity.ERROR, f"the selector matches no series, so {what}"
+    if ref.context == "template":
+        return Severity.WARNING, "the alert fires, but that part of the text renders empty"
+    if ref.context in ("by", "without"):
+        return Severity.WARNING, "the grouping has no effect for it and the result lacks it"
+    if ref.context in ("on", "ignoring"):
+        return Severity.WARNING, "both sides match on an empty value for it"
+    if ref.context in ("group_left", "group_right"):
+        return Severity.WARNING, "the copied label is empty on every result series"
+    return Severity.WARNING, "the label it writes is built from an empty value"
 
 
 class RateOnNonCounter(CorpusRule):
