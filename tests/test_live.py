@@ -173,6 +173,12 @@ def test_wrong_tool_version_exits_2(tmp_path: Path) -> None:
         tool = bin_dir / name
         tool.write_text(f"#!/bin/sh\necho '{name}, version {version} (branch: x)'\n")
         tool.chmod(0o755)
+    # The pins (the repository's tools/versions.toml wins when it exists; either way
+    # 2.53.0 is not the pinned Prometheus 3 release).
+    (tmp_path / "versions.toml").write_text(
+        '[prometheus]\nrelease = "3.5.0"\nbinaries = ["prometheus", "promtool"]\n'
+        '[alertmanager]\nrelease = "0.35.0"\nbinaries = ["alertmanager", "amtool"]\n'
+    )
     env = {**os.environ, "OBS_IAC_TOOLS_DIR": str(tmp_path)}
     proc = subprocess.run(
         [OBS_IAC, "test", "--live", "--stack", "current"],
