@@ -85,7 +85,9 @@ class Endpoint:
             raise OSError("no free port for a fake target")
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -112,6 +114,7 @@ class GpuNode:
     xid_code: dict[int, int] = field(default_factory=dict)
     xid_events: list[tuple[float, int, int]] = field(default_factory=list)  # (t, gpu, code)
     time_scale: int = 1
+    _cache: tuple[Any, str] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -158,38 +161,50 @@ class GpuNode:
             self.xid_events.append((time.monotonic(), gpu, code))
 
     def exposition(self) -> str:
+        """The exporter's text; rendered again only when a value or the set of XIDs in
+        the window changed (two Prometheus servers scrape every node a few times a
+        second, and rendering through the catalogue is the costly part)."""
+        horizon = time.monotonic() - XID_WINDOW_MS / 1000 / self.time_scale
         with self.lock:
-            samples: list[tuple[str, Mapping[str, str], float]] = []
-            # The exporter counts XIDs per code over its window (compressed like every
-            # other duration of the run); the label keeps the configured window.
-            horizon = time.monotonic() - XID_WINDOW_MS / 1000 / self.time_scale
-            for name, _kind, _help in self.fields:
-                for device, pod in zip(self.devices, self.pods, strict=True):
-                    if name == XID_COUNT:
-                        counts: dict[int, int] = {}
-                        for t, gpu, code in self.xid_events:
-                            if gpu == device.gpu and t >= horizon:
-                                counts[code] = counts.get(code, 0) + 1
-                        rows = [({"xid": str(c)}, float(n)) for c, n in sorted(counts.items())]
-                        for extra, value in rows or [({}, 0.0)]:
-                            labels = self.shape.series(
-                                name,
-                                device,
-                                kubernetes=pod,
-                                honor_labels=True,
-                                value_labels={"window_size_in_ms": str(XID_WINDOW_MS), **extra},
-                            )
-                            samples.append((name, labels, value))
-                        continue
-                    value_labels: dict[str, str] = {}
-                    if name == XID and self.shape.has_xid_err_labels:
-                        value_labels["err_code"] = str(self.xid_code.get(device.gpu, 0))
-                    # honor_labels=True: the exporter's own names; Prometheus renames them
-                    # to exported_* at the scrape when the target labels clash.
-                    labels = self.shape.series(
-                        name, device, kubernetes=pod, honor_labels=True, value_labels=value_labels
-                    )
-                    samples.append((name, labels, self.values[(device.gpu, name)]))
+            window = tuple(e for e in self.xid_events if e[0] >= horizon)
+            key = (tuple(sorted(self.values.items())), window)
+            if self._cache is not None and self._cache[0] == key:
+                return self._cache[1]
+            text = self._render(horizon)
+            self._cache = (key, text)
+            return text
+
+    def _render(self, horizon: float) -> str:
+        samples: list[tuple[str, Mapping[str, str], float]] = []
+        # The exporter counts XIDs per code over its window (compressed like every
+        # other duration of the run); the label keeps the configured window.
+        for name, _kind, _help in self.fields:
+            for device, pod in zip(self.devices, self.pods, strict=True):
+                if name == XID_COUNT:
+                    counts: dict[int, int] = {}
+                    for t, gpu, code in self.xid_events:
+                        if gpu == device.gpu and t >= horizon:
+                            counts[code] = counts.get(code, 0) + 1
+                    rows = [({"xid": str(c)}, float(n)) for c, n in sorted(counts.items())]
+                    for extra, value in rows or [({}, 0.0)]:
+                        labels = self.shape.series(
+                            name,
+                            device,
+                            kubernetes=pod,
+                            honor_labels=True,
+                            value_labels={"window_size_in_ms": str(XID_WINDOW_MS), **extra},
+                        )
+                        samples.append((name, labels, value))
+                    continue
+                value_labels: dict[str, str] = {}
+                if name == XID and self.shape.has_xid_err_labels:
+                    value_labels["err_code"] = str(self.xid_code.get(device.gpu, 0))
+                # honor_labels=True: the exporter's own names; Prometheus renames them
+                # to exported_* at the scrape when the target labels clash.
+                labels = self.shape.series(
+                    name, device, kubernetes=pod, honor_labels=True, value_labels=value_labels
+                )
+                samples.append((name, labels, self.values[(device.gpu, name)]))
         return shapes.render(self.shape, samples)
 
 

@@ -125,6 +125,12 @@ class Supervisor:
             signal.signal(sig, handler)  # type: ignore[arg-type]
 
     def stop_all(self) -> None:
+        # SIGTERM to every group first, so the programs shut down side by side; then wait
+        # (and SIGKILL what is left) one by one.
+        for child in self.children:
+            if child.alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGTERM)
         for child in reversed(self.children):
             child.stop()
         self.children.clear()

@@ -25,6 +25,7 @@ def to_json(result: LiveResult) -> dict[str, Any]:
         "passed": result.passed,
         "time_scale": result.time_scale,
         "wall_seconds": result.wall_seconds,
+        "timings": result.timings,
         "exporter_shapes": "provisional" if result.provisional_shapes else "catalogue",
         "stacks": [
             {
@@ -56,7 +57,13 @@ def _header(result: LiveResult) -> list[str]:
         f"time compressed {result.time_scale}x (every duration of the rules and of the stack "
         f"divided by {result.time_scale}; thresholds unchanged)"
     )
-    lines = [note, f"wall time {result.wall_seconds:g} s"]
+    phases = ", ".join(f"{k} {v:g} s" for k, v in result.timings.items())
+    lines = [
+        note,
+        f"wall time {result.wall_seconds:g} s ({phases})"
+        if phases
+        else f"wall time {result.wall_seconds:g} s",
+    ]
     if result.provisional_shapes:
         lines.append("exporter shapes: provisional stand-in (catalogue not on this branch)")
     return lines

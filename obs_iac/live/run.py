@@ -57,6 +57,7 @@ class LiveResult:
     wall_seconds: float
     stacks: list[StackResult]
     provisional_shapes: bool
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -120,6 +121,7 @@ def run_live(
         )
     }
     results: list[StackResult] = []
+    timings: dict[str, float] = {}
     tmp_ctx = tempfile.TemporaryDirectory(prefix="obs-iac-live-")
     workdir = Path(keep) if keep else Path(tmp_ctx.name)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -138,7 +140,9 @@ def run_live(
                     live.append((cfg, st))
                 for _cfg, st in live:
                     st.warm(timeout)
+                timings["start"] = round(time.monotonic() - started, 1)
                 polls = _play(world, [s for _, s in live], time_scale)
+                timings["scenarios"] = round(time.monotonic() - started - timings["start"], 1)
                 for (cfg, st), stack_polls in zip(live, polls, strict=True):
                     assert st.webhook is not None
                     results.append(
@@ -165,6 +169,7 @@ def run_live(
         wall_seconds=round(time.monotonic() - started, 1),
         stacks=results,
         provisional_shapes=shapes.provisional(),
+        timings=timings,
     )
 
 

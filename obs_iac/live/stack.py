@@ -51,7 +51,9 @@ class Webhook:
         self.server = ThreadingHTTPServer(("127.0.0.1", pick_port()), Handler)
         self.server.daemon_threads = True
         self.port = int(self.server.server_address[1])
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
 
     def stop(self) -> None:
         self.server.shutdown()
