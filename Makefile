@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint golden clean venv preview
+.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint bench-live golden clean venv preview
 
 venv: $(STAMP)
 
@@ -53,6 +53,12 @@ golden: $(STAMP)
 # Long: about an hour with the 5,000-service fleet. Quick look: make bench BENCH_ARGS="--sizes 10,100 --repeats 2 --out /tmp/bench"
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+# issue 17's speed figure: `obs-iac test --live` on the examples, both stacks (target < 90 s).
+bench-live: $(STAMP)
+	mkdir -p bench/results
+	$(BIN)/obs-iac test --live --stack $(or $(STACK),both) --format json > bench/results/live.json; \
+	  status=$$?; $(BIN)/python -c "import json; r = json.load(open('bench/results/live.json')); print('wall', r['wall_seconds'], 's', r['timings'])"; exit $$status
 
 # obs-iac lint against promtool check rules on the 1,000-service fleet's rule files.
 bench-lint: $(STAMP)

@@ -236,3 +236,49 @@ def _group_members(pgid: int) -> list[str]:
             if int(pgrp) == pgid and state != "Z":
                 out.append(proc_dir.name)
     return out
+
+
+def test_time_compression_scales_every_duration_but_no_string() -> None:
+    from obs_iac.live.timescale import ScaleError, scale_expr, scale_rule_file
+
+    expr = 'rate(x{re=~"a[5m]"}[5m]) offset 1m > 0.5 * y[1h:5m] and z[30m:]'
+    assert (
+        scale_expr(expr, 60) == 'rate(x{re=~"a[5m]"}[5s]) offset 1s > 0.5 * y[60s:5s] and z[30s:]'
+    )
+    doc = {
+        "groups": [
+            {
+                "name": "g",
+                "rules": [{"alert": "A", "expr": "up == 0", "for": "2m", "keep_firing_for": "5m"}],
+            }
+        ]
+    }
+    rule = scale_rule_file(doc, 60)["groups"][0]["rules"][0]
+    assert (rule["for"], rule["keep_firing_for"], rule["expr"]) == ("2s", "5s", "up == 0")
+    with pytest.raises(ScaleError):
+        scale_expr("rate(x[1m])", 7)  # 60000 ms / 7 is not whole
+
+
+def test_inhibition_model_follows_alertmanager() -> None:
+    from obs_iac.live.inventory import InhibitRule, expected_muted, parse_matcher
+
+    hot = InhibitRule(
+        "hot",
+        "svc",
+        (parse_matcher('alertname="Hot"'),),
+        (parse_matcher('alertname=~"Idle|Slow"'),),
+        ("gpu",),
+    )
+    alerts = [
+        {"alertname": "Hot", "gpu": "0"},
+        {"alertname": "Idle", "gpu": "0"},
+        {"alertname": "Idle", "gpu": "1"},
+        {"alertname": "Idler", "gpu": "0"},
+    ]
+    # Same gpu: muted; another gpu: not; the regex is anchored, so Idler is no target.
+    assert expected_muted(alerts, [hot]) == [set(), {"svc/hot"}, set(), set()]
+    both = InhibitRule(
+        "both", "svc", (parse_matcher('sev="page"'),), (parse_matcher('sev=~"page|ticket"'),), ()
+    )
+    # An alert matching both sides is not muted by another that matches both sides.
+    assert expected_muted([{"sev": "page"}, {"sev": "page", "x": "1"}], [both]) == [set(), set()]

@@ -128,14 +128,22 @@ def expected_muted(
     alerts: Sequence[Mapping[str, str]], rules: Sequence[InhibitRule]
 ) -> list[set[str]]:
     """For each alert, the keys of the rules that must mute it, given all of ``alerts``
-    are firing (Alertmanager keeps muted alerts as sources too)."""
-    out: list[set[str]] = []
-    for target in alerts:
-        keys = set()
-        for rule in rules:
-            if any(rule.mutes(src, target) for src in alerts if src is not target):
-                keys.add(rule.key)
-        out.append(keys)
+    are firing (Alertmanager keeps muted alerts as sources too). Indexed by each rule's
+    ``equal`` values, so a poll costs rules x alerts, not rules x alerts squared."""
+    out: list[set[str]] = [set() for _ in alerts]
+    for rule in rules:
+        by_key: dict[tuple[str, ...], list[int]] = {}
+        for i, a in enumerate(alerts):
+            if rule.is_source(a):
+                by_key.setdefault(tuple(a.get(k, "") for k in rule.equal), []).append(i)
+        if not by_key:
+            continue
+        for j, target in enumerate(alerts):
+            if not rule.is_target(target):
+                continue
+            key = tuple(target.get(k, "") for k in rule.equal)
+            if any(i != j and rule.mutes(alerts[i], target) for i in by_key.get(key, ())):
+                out[j].add(rule.key)
     return out
 
 

@@ -292,9 +292,24 @@ def judge(
                 and ls.get("service") == rule.service
                 and all(ls.get(k) == v for k, v in want.items())
             ]
-            if hits:
+            need = scen.episodes.get(rule.name, 1)
+            seen = _episodes(polls, rule, want) if need > 1 else 1
+            if hits and seen >= need:
                 t = min(t for t, _ in hits)
-                entry.update(status="proven", scenario=scen.name, detail=f"fired after {t:.1f} s")
+                detail = f"fired after {t:.1f} s"
+                if need > 1:
+                    detail += f", {seen} separate times"
+                entry.update(status="proven", scenario=scen.name, detail=detail)
+            elif hits:
+                entry.update(
+                    status="FAILED",
+                    scenario=scen.name,
+                    detail=f"fired {seen} time(s), the scenario makes {need} faults",
+                )
+                res.failures.append(
+                    f"{rule.service}/{rule.name} fired {seen} time(s) for {need} faults "
+                    f"in {scen.name}"
+                )
             else:
                 entry.update(
                     status="FAILED",
@@ -375,6 +390,22 @@ def judge(
         {"service": svc, "scenario": scen, **counts} for (svc, scen), counts in sorted(rows.items())
     ]
     return res
+
+
+def _episodes(polls: Sequence[Poll], rule: AlertRule, want: Mapping[str, str]) -> int:
+    """How many times the alert started firing (absent or pending, then firing)."""
+    count, before = 0, False
+    for p in polls:
+        now = any(
+            a.get("state") == "firing"
+            and labels_of(a).get("alertname") == rule.name
+            and labels_of(a).get("service") == rule.service
+            and all(labels_of(a).get(k) == v for k, v in want.items())
+            for a in p.prom
+        )
+        count += now and not before
+        before = now
+    return count
 
 
 def _run_of(times: Sequence[float], n: int, polls: Sequence[Poll]) -> bool:

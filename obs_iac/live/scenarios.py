@@ -67,6 +67,8 @@ class Scenario:
     # alertname -> labels it must fire with (host_name, resource_gpu_id or slo)
     proves: dict[str, dict[str, str]] = field(default_factory=dict)
     actions: list[Action] = field(default_factory=list)
+    # alertname -> how many separate firing episodes the scenario must cause
+    episodes: dict[str, int] = field(default_factory=dict)
     note: str = ""
 
 
@@ -206,6 +208,10 @@ def build_world(
                         Action(later(15), xid_again, "XID 79 again on GPU 0"),
                     ]
                     s.proves = {"GpuXidError": g0}
+                    # The repeat of the same code, after the first has left the exporter's
+                    # XID window, must fire again (issue 17: a gauge of the last code
+                    # cannot show it).
+                    s.episodes = {"GpuXidError": 2}
                 elif scen == "uncorrectable-ecc":
 
                     def ecc(n: GpuNode = n) -> None:
