@@ -282,3 +282,45 @@ def test_inhibition_model_follows_alertmanager() -> None:
     )
     # An alert matching both sides is not muted by another that matches both sides.
     assert expected_muted([{"sev": "page"}, {"sev": "page", "x": "1"}], [both]) == [set(), set()]
+
+
+def test_ctrl_c_stops_every_program() -> None:
+    _stacks_or_skip("floor")
+    import signal
+
+    proc = subprocess.Popen(
+        [OBS_IAC, "test", "--live", "--stack", "floor"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    children: set[int] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(children) < 2:
+        children = _children_running("obs-iac-live-")
+        time.sleep(0.2)
+    assert len(children) >= 2, "Prometheus and Alertmanager never started"
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    assert proc.returncode != 0
+    deadline = time.monotonic() + 5
+    while _children_running("obs-iac-live-") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _children_running("obs-iac-live-")
+
+
+def _children_running(marker: str) -> set[int]:
+    """Live processes whose command line names a live run's temp dir."""
+    out = set()
+    for proc_dir in Path("/proc").iterdir():
+        if not proc_dir.name.isdigit():
+            continue
+        try:
+            cmdline = (proc_dir / "cmdline").read_bytes().decode(errors="replace")
+            state = (proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z" and "pytest" not in cmdline:
+            out.add(int(proc_dir.name))
+    return out

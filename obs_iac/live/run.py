@@ -325,15 +325,22 @@ def judge(
     muted_ever: dict[str, dict[str, str]] = {}
     first_seen: dict[str, float] = {}
     always_expected: dict[str, bool] = {}
+    previous: list[dict[str, str]] = []
     for p in polls:
         am = [a for a in p.am if (a.get("status") or {}).get("state") in ("active", "suppressed")]
         label_sets = [labels_of(a) for a in am]
         expect = expected_muted(label_sets, rules)
         for a, alert_labels, keys in zip(am, label_sets, expect, strict=True):
             fp = _fingerprint(alert_labels)
-            first_seen.setdefault(fp, p.t)
+            if fp not in first_seen:
+                first_seen[fp] = p.t
+                # Muted from the start only if a source was already there one poll
+                # earlier: an alert that fires together with its source may be notified
+                # before Alertmanager's inhibitor has seen the source (a race inside
+                # group_wait that Alertmanager does not promise to win).
+                always_expected[fp] = bool(expected_muted([*previous, alert_labels], rules)[-1])
             suppressed = bool((a.get("status") or {}).get("inhibitedBy"))
-            always_expected[fp] = always_expected.get(fp, True) and bool(keys)
+            always_expected[fp] = always_expected[fp] and bool(keys)
             if suppressed:
                 muted_ever[fp] = alert_labels
             if suppressed and keys:
@@ -343,6 +350,7 @@ def judge(
                 wrong.setdefault(fp, []).append(p.t)
             elif keys:
                 missed.setdefault(fp, []).append(p.t)
+        previous = label_sets
     # Alertmanager fills its source cache asynchronously: a disagreement must last two
     # polls in a row to count.
     for kind, table in (("muted although no edge names it", wrong), ("not muted", missed)):
