@@ -176,9 +176,9 @@ def run_live(
 def phase_lengths(scale: int) -> dict[str, float]:
     """Compressed seconds of each phase: a short healthy run of every SLO (the GPU healthy
     run is a healthy node per service throughout), the GPU faults for the longest `for:`
-    of the GPU alerts (30m) plus 5m, the slow burn and then the fast burn 10m each."""
+    of the GPU alerts (30m) plus 10m, the slow burn and then the fast burn 10m each."""
     minute = 60 / scale
-    return {"healthy": 5 * minute, "faults": 36 * minute, "slow": 10 * minute, "fast": 10 * minute}
+    return {"healthy": 5 * minute, "faults": 40 * minute, "slow": 10 * minute, "fast": 10 * minute}
 
 
 def _play(world: World, stacks: Sequence[Stack], scale: int) -> list[list[Poll]]:

@@ -76,7 +76,10 @@ class StackConfig:
     alertmanager: Tool
     time_scale: int
     evaluation_interval: str  # the plan's, uncompressed
-    scrape_interval: str = "30s"  # dcgm-exporter's default collection interval (30000 ms)
+    # Prometheus's default scrape interval. Compressed it is still the scrape timeout, so
+    # it also bounds how slow a fake target may answer on a loaded machine: a failed
+    # scrape writes stale markers and resets every pending `for:` of that target.
+    scrape_interval: str = "1m"
 
 
 class Stack:
