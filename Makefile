@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint bench-live golden clean venv preview
+.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint bench-live golden clean venv preview tools
 
 venv: $(STAMP)
 
@@ -16,6 +16,12 @@ $(STAMP): pyproject.toml
 
 render: $(STAMP)
 	$(BIN)/obs-iac render
+
+# The current stack (Prometheus 3, Alertmanager 0.35, an OTel Collector) pinned in
+# tools/versions.toml, built with Go into ${OBS_IAC_TOOLS_DIR:-~/.cache/obs-iac/tools}/bin;
+# a no-op when the pins are unchanged. Needs no venv. Also reports Debian's floor tools.
+tools:
+	nice -n 10 $(PYTHON) tools/build.py
 
 # Dashboard layout previews (SVG + PNG via headless Chromium: apt-get install chromium).
 preview: $(STAMP)
