@@ -324,3 +324,12 @@ def _children_running(marker: str) -> set[int]:
         if marker in cmdline and state != "Z" and "pytest" not in cmdline:
             out.add(int(proc_dir.name))
     return out
+
+
+def test_promtool_tests_pass_per_file() -> None:
+    from obs_iac.live.promtool import run_promtool_tests
+
+    for stack in _stacks_or_skip("floor", "current"):
+        _version, results = run_promtool_tests(ROOT / "generated", stack)  # type: ignore[arg-type]
+        assert len(results) == len(list((ROOT / "generated/prometheus/tests").glob("*.yml")))
+        assert all(r.passed for r in results), [r.file for r in results if not r.passed]

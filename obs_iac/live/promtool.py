@@ -36,8 +36,10 @@ def run_promtool_tests(generated: Path, stack: Stack) -> tuple[str, list[FileRes
     chunks: dict[str, str] = {}
     current = ""
     for line in text.splitlines():
-        if line.startswith("Unit Testing:"):
-            current = line.split(":", 1)[1].strip()
+        head = line.strip()
+        # promtool 2.x prints "Unit Testing:  FILE", 3.x "Processing test file: FILE".
+        if head.startswith(("Unit Testing:", "Processing test file:")):
+            current = head.split(":", 1)[1].strip()
             chunks[current] = ""
         elif current:
             chunks[current] += line + "\n"
