@@ -303,6 +303,8 @@ class ServicePlan(IR):
     sections: dict[str, Any] = Field(default_factory=dict)
     suppressions: tuple[dict[str, Any], ...] = ()
     acknowledgements: tuple[dict[str, Any], ...] = ()
+    workload: Literal["training", "inference", "batch"] = "training"
+    waivers: tuple[dict[str, Any], ...] = ()
 
 
 class Plan(IR):
