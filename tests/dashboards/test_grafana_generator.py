@@ -274,7 +274,9 @@ def test_utf8_naming_quotes_labels_and_keeps_variable_names(tmp_path: Path) -> N
     # The examples' SLO series are declared with classic label names, as their repository
     # uses; drop that section for this UTF-8 render.
     for example in (tmp_path / "blueprints").glob("*.py"):
-        text = re.sub(r"\n    inhibitions=\{.*?\n    \},", "", example.read_text(), flags=re.S)
+        text = re.sub(
+            r"\n    inhibitions=Inhibitions\(.*?\n    \),", "", example.read_text(), flags=re.S
+        )
         example.write_text(re.sub(r"\n    slo=\[.*?\n    \],", "", text, flags=re.S))
     config = RepoConfig(naming="utf8", alertmanager_min_version="0.27")
     result = render(open_workspace(tmp_path, config=config))
