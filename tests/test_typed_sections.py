@@ -139,6 +139,8 @@ def test_objective_given_as_a_ratio_gets_one_error(
     result = render_bad(run_cli, rendered, source)
     assert result.stderr.count("error[") == 1, result.stderr
     assert f"did you mean {meant} (percent)?" in result.stderr
+    # A model built inside a list of a keyword is reported at its place in the service.
+    assert "slo.0.objective: objective" in result.stderr
     assert "unreachable" not in result.stderr
     assert f"{BAD}:{line_of(source, 'objective=' + given)}:" in result.stderr
 

@@ -148,25 +148,29 @@ def _hint(err: Any, root: type[BaseModel] | None = None) -> str:
     return "`obs-iac schema` describes every field, with its type and pattern"
 
 
-def _keyword_path(tree: ast.AST, line: int) -> tuple[str, ...]:
-    """The keywords leading to the model built on ``line``: a GpuFleet passed as
-    ``service(gpu=GpuFleet(...))`` reports its fields as ``gpu.<field>``."""
+def _keyword_path(tree: ast.AST, line: int) -> tuple[str | int, ...]:
+    """The keywords (and list positions) leading to the model built on ``line``: a
+    GpuFleet passed as ``service(gpu=GpuFleet(...))`` reports its fields as
+    ``gpu.<field>``, the first of ``slo=[Slo(...)]`` as ``slo.0.<field>``."""
     call = find_call(tree, line)
     if call is None:
         return ()
     parents: dict[ast.AST, ast.AST] = {
         child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
     }
-    path: list[str] = []
+    path: list[str | int] = []
     node: ast.AST = call
     while node in parents:
         parent = parents[node]
         if isinstance(parent, ast.keyword) and parent.arg is not None:
             path.append(parent.arg)
+        elif isinstance(parent, (ast.List, ast.Tuple)) and isinstance(node, ast.expr):
+            path.append(parent.elts.index(node))
         elif not isinstance(parent, ast.Call):
             break
         node = parent
-    return tuple(reversed(path))
+    # Positions without a keyword above them (a list assigned to a name) say nothing.
+    return tuple(reversed(path)) if any(isinstance(p, str) for p in path) else ()
 
 
 def _python_error_text(exc: BaseException) -> str:
