@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint golden clean venv preview
+.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint golden clean venv preview dist
 
 venv: $(STAMP)
 
@@ -57,6 +57,11 @@ bench: $(STAMP)
 # obs-iac lint against promtool check rules on the 1,000-service fleet's rule files.
 bench-lint: $(STAMP)
 	$(BIN)/python bench/lint_bench.py -n 1000
+
+# An sdist and a wheel built from it, into $(DIST) (no network: the venv has the backend).
+DIST ?= dist
+dist: $(STAMP)
+	$(BIN)/python -m build --no-isolation --outdir $(DIST) .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
