@@ -317,18 +317,33 @@ def diff(base: str | None, fmt: str, exit_code: bool) -> None:
     type=click.Choice(["github", "gitlab", "none"]),
     default="github",
     show_default=True,
-    help="Which CI recipe to add.",
+    help="Which CI recipe to add (ci.sh is always written).",
+)
+@click.option(
+    "--from",
+    "source",
+    default=None,
+    metavar="WHEEL|PATH|GIT-URL",
+    help="Where the repository installs obs-iac from: a wheel (copied into vendor/), a "
+    "source folder, or git+https://...@TAG (default: where this obs-iac came from).",
 )
 @guarded
-def init(directory: Path, force: bool, ci: str) -> None:
-    """Scaffold a new GitOps repository in DIRECTORY (blueprints, config, Makefile, CI)."""
+def init(directory: Path, force: bool, ci: str, source: str | None) -> None:
+    """Scaffold a new GitOps repository in DIRECTORY (blueprints, settings, a Makefile
+    with its own venv, a pinned obs-iac, ci.sh and a CI recipe)."""
     from obs_iac.scaffold.gitops import scaffold_repo
+    from obs_iac.scaffold.source import from_option, running
 
-    written = scaffold_repo(directory, force=force, ci=ci)
+    resolved = from_option(source) if source is not None else running()
+    written = scaffold_repo(directory, force=force, ci=ci, source=resolved)
     click.echo(f"created {len(written)} files in {directory}:", err=True)
     for rel in written:
         click.echo(f"  {rel}", err=True)
-    click.echo("next: cd there, `make render`, commit blueprints/ and generated/", err=True)
+    click.echo(f"obs-iac from: {resolved.note}", err=True)
+    click.echo(
+        f"next: cd {directory} && make render && git init && git add -A && git commit",
+        err=True,
+    )
 
 
 @main.command()
