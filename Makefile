@@ -17,9 +17,17 @@ $(STAMP): pyproject.toml
 render: $(STAMP)
 	$(BIN)/obs-iac render
 
-# Dashboard layout previews (SVG + PNG via headless Chromium: apt-get install chromium).
+# Dashboard layout previews: SVG, and PNG when headless Chromium is installed
+# (apt-get install chromium); without it, SVG only, and it says so.
+PREVIEWS ?= docs/previews
 preview: $(STAMP)
-	$(BIN)/obs-iac preview --out docs/previews --png
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+	  || command -v google-chrome >/dev/null 2>&1; then \
+	  $(BIN)/obs-iac preview --out $(PREVIEWS) --png; \
+	else \
+	  echo "preview: Chromium not found, SVG only (apt-get install chromium for the PNGs)"; \
+	  $(BIN)/obs-iac preview --out $(PREVIEWS); \
+	fi
 
 check-render: $(STAMP)
 	$(BIN)/obs-iac render --check
