@@ -173,9 +173,9 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="The GitOps repository (default: found from the current folder upwards, like git: "
-    "the nearest folder with obs-iac.toml or a pyproject.toml with [tool.obs-iac]). "
-    "Accepted before or after the subcommand.",
+    help="The GitOps repository (default: the current folder if it has blueprints/, else "
+    "the nearest folder upwards with obs-iac.toml or a pyproject.toml with [tool.obs-iac], "
+    "like git). Accepted before or after the subcommand.",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal and plugin errors.")
 @click.option(
@@ -221,7 +221,8 @@ def _root(required: bool = True) -> Path:
                 "repo/not-found",
                 Severity.ERROR,
                 f"not in an obs-iac repository: no obs-iac.toml, and no pyproject.toml with "
-                f"[tool.obs-iac], in {Path.cwd()} or any folder above it",
+                f"[tool.obs-iac], in {Path.cwd()} or any folder above it, and no blueprints/ "
+                "folder here",
                 hint="cd into your GitOps repository, pass --root DIR, or create one with "
                 "`obs-iac init DIR`",
             )

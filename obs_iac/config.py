@@ -126,10 +126,16 @@ def is_repo_root(folder: Path) -> str:
     return "pyproject.toml" if isinstance(tool, dict) and "obs-iac" in tool else ""
 
 
-def find_root(start: Path) -> Path | None:
+def find_root(start: Path, here_with_blueprints: bool = True) -> Path | None:
     """The nearest folder at or above ``start`` that is an obs-iac repository, as git
-    finds its work tree; None when there is none up to the file system's root."""
+    finds its work tree; None when there is none up to the file system's root.
+
+    ``start`` itself also counts when it holds a ``blueprints/`` folder: a repository
+    with default settings needs no settings file, and a folder of blueprints nested in
+    another repository (a test case, an example) is meant, not the repository around it."""
     here = start.resolve()
+    if here_with_blueprints and (here / "blueprints").is_dir():
+        return here
     for folder in (here, *here.parents):
         if is_repo_root(folder):
             return folder

@@ -60,6 +60,18 @@ def test_a_pyproject_without_the_table_is_not_a_repository(
     assert "repo/not-found" in run_subprocess(["plan"], alone).output
 
 
+def test_a_folder_of_blueprints_is_its_own_repository(run_subprocess: Sub, gitops: Path) -> None:
+    # e.g. a test case or an example inside a bigger repository: the nearest is meant.
+    case = gitops / "cases/one"
+    (case / "blueprints").mkdir(parents=True)
+    (case / "blueprints/svc.py").write_text(blueprint_source())
+    result = run_subprocess(["render"], case)
+    assert result.exit_code == 0, result.output
+    assert "rendered 1 services" in result.stderr
+    assert (case / "generated").is_dir()
+    assert not (gitops / "generated").exists()
+
+
 def test_obs_iac_toml_marks_a_repository(run_subprocess: Sub, tmp_path: Path) -> None:
     (tmp_path / "obs-iac.toml").write_text('blueprints = "bp"\n')
     (tmp_path / "bp").mkdir()

@@ -266,7 +266,7 @@ def _check_target(directory: Path, force: bool) -> None:
     absolute = directory.resolve()
     # The nearest existing folder decides: the target itself may not exist yet.
     existing = next(p for p in (absolute, *absolute.parents) if p.is_dir())
-    inside = find_root(existing)
+    inside = find_root(existing, here_with_blueprints=False)
     if inside is not None:
         where = is_repo_root(inside)
         raise _refuse(
