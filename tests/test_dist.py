@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -151,9 +152,17 @@ def test_a_scaffold_from_the_wheel_passes_its_own_ci_offline(
     assert "generated/prometheus/rules/example-training.rules.yml" in tracked
     assert not any(p.startswith(".venv/") for p in tracked)
 
+    # `make pin` rewrites constraints.txt from .venv, which then needs no rebuild.
+    pin = _run([make, "pin"], repo, env)
+    assert pin.returncode == 0, pin.stdout + pin.stderr
+    pins = (repo / "constraints.txt").read_text().splitlines()
+    assert f"pydantic=={metadata.version('pydantic')}" in pins
+    assert not any(line.lower().startswith("obs-iac") for line in pins)
+
     # A blueprint change that was not rendered fails the same CI.
     blueprint = repo / "blueprints/example_training.py"
     blueprint.write_text(blueprint.read_text().replace("celsius=85", "celsius=83"))
     stale = _run(["sh", "ci.sh"], repo, env)
     assert stale.returncode != 0
     assert "generated/ is stale" in stale.stderr
+    assert "venv --clear" not in stale.stdout

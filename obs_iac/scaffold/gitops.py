@@ -139,9 +139,12 @@ diff: $(NEEDS)
 lint: $(NEEDS)
 \t$(OBS_IAC) lint
 
-# After editing requirements.txt: rewrite constraints.txt from what .venv then holds.
+# After editing requirements.txt: rewrite constraints.txt from what .venv then holds
+# (which is then exactly the pin, so .venv is not rebuilt for it).
 pin: $(STAMP)
-\t$(VENV)/bin/python -m pip freeze --exclude obs-iac > constraints.txt
+\t{ echo "# The versions of obs-iac's dependencies this repository renders with (make pin)."; \\
+\t  $(VENV)/bin/python -m pip freeze --exclude obs-iac; } > constraints.txt
+\ttouch $(STAMP)
 """
 
 PYPROJECT = """\
