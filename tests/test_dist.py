@@ -136,6 +136,13 @@ def test_a_scaffold_from_the_wheel_passes_its_own_ci_offline(
     assert json.loads(installed[0])["url"].endswith(f"/vendor/{wheel.name}")
     assert installed[1].startswith(str(repo / ".venv"))
 
+    # An obs-iac installed from a wheel scaffolds with that same wheel by default.
+    second = tmp_path / "second"
+    again = _run([str(repo / ".venv/bin/obs-iac"), "init", str(second)], tmp_path, env)
+    assert again.returncode == 0, again.stderr
+    assert (second / "vendor" / wheel.name).read_bytes() == wheel.read_bytes()
+    assert (second / "requirements.txt").read_text() == (repo / "requirements.txt").read_text()
+
     render = _run([make, "render"], repo, env)
     assert render.returncode == 0, render.stdout + render.stderr
     assert (repo / "generated/prometheus/rules/example-training.rules.yml").is_file()
