@@ -82,8 +82,12 @@ def _pipe_closed() -> None:
     """The reader went away (``obs-iac fields | head``): stop quietly, as git and coreutils
     do. Later writes, and the flush at exit, go to /dev/null instead of raising again."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout with no descriptor (captured in-process)
+        pass
+    finally:
+        os.close(devnull)
     sys.exit(EXIT_PIPE)
 
 
