@@ -311,3 +311,19 @@ def test_make_preview_without_chromium_draws_svgs_and_says_so(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Chromium not found, SVG only (apt-get install chromium" in proc.stdout
     assert sorted(p.suffix for p in out.iterdir()) == [".svg", ".svg", ".svg"]
+
+
+def test_commands_that_need_no_repository_work_outside_one(
+    run_subprocess: Sub, tmp_path: Path
+) -> None:
+    assert run_subprocess(["fields", "GPU_UTIL"], tmp_path).exit_code == 0
+    listed = run_subprocess(["plugins"], tmp_path)
+    assert listed.exit_code == 0 and "prometheus-rules" in listed.stdout
+    assert run_subprocess(["schema"], tmp_path).exit_code == 0
+    rules = tmp_path / "rules.yml"
+    rules.write_text("groups:\n  - name: g\n    rules:\n      - record: a:b:c\n        expr: up\n")
+    assert run_subprocess(["lint", str(rules)], tmp_path).exit_code == 0
+    # ...while lint of the repository's own output needs one.
+    whole = run_subprocess(["lint"], tmp_path)
+    assert whole.exit_code == 2
+    assert "error[repo/not-found]" in whole.stderr
