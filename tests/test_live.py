@@ -329,7 +329,9 @@ def _children_running(marker: str) -> set[int]:
 def test_promtool_tests_pass_per_file() -> None:
     from obs_iac.live.promtool import run_promtool_tests
 
-    for stack in _stacks_or_skip("floor", "current"):
+    # Floor only: promtool 3 takes minutes over these files on a loaded 2-core machine;
+    # `obs-iac test --stack current` runs it there.
+    for stack in _stacks_or_skip("floor"):
         _version, results = run_promtool_tests(ROOT / "generated", stack)  # type: ignore[arg-type]
         assert len(results) == len(list((ROOT / "generated/prometheus/tests").glob("*.yml")))
         assert all(r.passed for r in results), [r.file for r in results if not r.passed]
