@@ -34,7 +34,10 @@ class GpuFleet(BlueprintModel):
     """The GPUs a service runs on and the dcgm-exporter that watches them."""
 
     model: str = Field(description="GPU model, e.g. 'A100-SXM4-80GB' or 'H100-SXM5-80GB'.")
-    count: int = Field(ge=1, le=100_000, description="Number of GPUs the service uses.")
+    # strict: True is not one GPU, and "64" is a typo for 64
+    count: int = Field(
+        ge=1, le=100_000, strict=True, description="Number of GPUs the service uses."
+    )
     driver_version: str = Field(
         pattern=r"^\d{3}\.\d{2,3}(\.\d{2})?$",
         description="NVIDIA driver version on the nodes, e.g. '535.129.03'.",
@@ -159,6 +162,13 @@ class Service(BlueprintModel):
     acknowledge: tuple[Acknowledgement, ...] = Field(
         default=(), description="Accepted risk flags of `obs-iac diff` for this change."
     )
+
+    @field_validator("objective")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the objective must say something (it is blank)")
+        return value
 
     @field_validator("runbook_base_url")
     @classmethod
