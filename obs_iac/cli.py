@@ -331,8 +331,11 @@ def diff(base: str | None, fmt: str, exit_code: bool) -> None:
     """
     from obs_iac.diff.engine import run_diff
     from obs_iac.diff.report import to_json, to_markdown, to_text
+    from obs_iac.render.lock import repo_lock
 
-    result = run_diff(_root(), base)
+    # It writes only the cache, but reads generated/: not while a render swaps it.
+    with repo_lock(_root(), "diff", required=False):
+        result = run_diff(_root(), base)
     if fmt == "json":
         click.echo(to_json(result))
     elif fmt == "markdown":

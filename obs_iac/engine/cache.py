@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import time
 from pathlib import Path
@@ -30,6 +31,7 @@ SECRET_FILE = "cache-secret"
 # Entries older than this are pruned after a render that writes.
 MAX_IDLE_SECONDS = 14 * 24 * 3600
 _TAG = hashlib.sha256().digest_size
+_KEY = re.compile(r"[0-9a-f]{64}")
 
 
 def cache_root(repo_root: Path) -> Path:
@@ -106,6 +108,10 @@ class Cache:
     def __init__(self, root: Path, secret: bytes | None = None, readable: bool = True) -> None:
         self.root = root
         self.secret = secret if secret is not None else load_secret()
+        if os.path.islink(root) and not os.environ.get(CACHE_DIR_ENV):
+            # A link committed in the repository would aim the cache's writes, and its
+            # pruning, anywhere: not used. $OBS_IAC_CACHE_DIR may point anywhere.
+            self.secret = None
         self.readable = readable
         self.hits = 0
         self.misses = 0
@@ -150,9 +156,16 @@ class Cache:
         removed = 0
         if not self.root.is_dir():
             return 0
+        if self.secret is None:
+            return 0
         for path in self.root.glob("*/*/*"):
+            # Only what put() writes: <kind>/<2 hex>/<64 hex>, through no link.
+            if not (_KEY.fullmatch(path.name) and path.parent.name == path.name[:2]):
+                continue
+            if path.parent.is_symlink() or path.parent.parent.is_symlink():
+                continue
             try:
-                if path.stat().st_mtime < cutoff:
+                if path.lstat().st_mtime < cutoff:
                     path.unlink()
                     removed += 1
             except OSError:

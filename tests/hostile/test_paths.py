@@ -5,6 +5,7 @@ located error naming the file that holds the bad path, exit 2, and nothing is to
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,24 @@ def test_a_symlink_to_the_output_folder_itself_is_allowed(
     (repo / "generated").symlink_to(real, target_is_directory=True)
     result = run_cli(["render"], repo)
     assert result.exit_code == 0, result.output
+
+
+def test_a_cache_folder_linked_elsewhere_is_not_used(
+    repo: Path, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """A committed `.obs-iac-cache -> ~` would aim the cache's writes, and the pruning of
+    old entries, at the user's files."""
+    victim = tmp_path / "home"
+    old_file = victim / "shard" / "ab" / ("ab" + "0" * 62)
+    old_file.parent.mkdir(parents=True)
+    old_file.write_text("a user's file that happens to look like an entry\n")
+    os.utime(old_file, (0, 0))
+    (repo / ".obs-iac-cache").symlink_to(victim, target_is_directory=True)
+    result = run_cli(["render"], repo)
+    assert result.exit_code == 0, result.output
+    assert old_file.exists()
+    assert sorted(p.relative_to(victim).as_posix() for p in victim.rglob("*")) == [
+        "shard",
+        "shard/ab",
+        f"shard/ab/{old_file.name}",
+    ]
