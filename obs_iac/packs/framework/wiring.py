@@ -161,7 +161,12 @@ def build(service: str, sla_id: str, fw: Framework, naming: LabelNaming) -> Otel
         dimensions=DIMENSIONS,
         exclude_dimensions=(),
         feature_gates=fw.feature_gates,
-        resource_attributes=fw.resource_attributes,
+        # The framework pack resolves 'auto' (resolve_route) before building.
+        resource_attributes=(
+            "prometheus-otlp"
+            if fw.resource_attributes == "prometheus-otlp"
+            else "collector-exporter"
+        ),
         promote=tuple(sorted(DIMENSIONS)),
         prometheus_otlp_endpoint=fw.prometheus_otlp_endpoint,
         collector_metrics_target=fw.collector_metrics_target,
