@@ -59,6 +59,11 @@ _GO_ESCAPE_SEQ = re.compile(
 )
 
 
+# LogQL reads string literals like PromQL (grafana/loki pkg/logql/syntax/lex.go @014a277e:
+# prometheus util/strutil.Unquote, which is strconv.Unquote plus single quotes).
+logql_string = go_string
+
+
 def go_unquote(text: str) -> str:
     """What Go's ``strconv.Unquote`` makes of a double-quoted literal; ValueError when Go
     rejects it (unknown escape, raw newline, unescaped quote, invalid code point)."""

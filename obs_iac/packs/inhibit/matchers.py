@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import re2
 
-from obs_iac.escaping import go_unquote
+from obs_iac.escaping import go_unquote, regex_literal
 from obs_iac.plan.model import Matcher
 
 _OPTIONS = re2.Options()
@@ -150,7 +150,7 @@ def alternation(values: Iterable[str]) -> Matcher | None:
         return None
     if len(names) == 1:
         return Matcher(name="alertname", op="=", value=names[0])
-    return Matcher(name="alertname", op="=~", value="|".join(re.escape(n) for n in names))
+    return Matcher(name="alertname", op="=~", value="|".join(regex_literal(n) for n in names))
 
 
 def provably_disjoint(left: Sequence[Matcher], right: Sequence[Matcher]) -> str | None:
