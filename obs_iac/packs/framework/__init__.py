@@ -12,7 +12,6 @@ to its rank, its GPU and its stage.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -23,6 +22,7 @@ from obs_iac.config import version_tuple
 from obs_iac.conventions import FrameworkRecords as FR
 from obs_iac.conventions import Records
 from obs_iac.diagnostics import Diagnostic, Severity
+from obs_iac.escaping import regex_literal, template_text
 from obs_iac.labels import GPU_ID, HOST, NCCL_GROUP, PYTORCH_RANK, SLA_ID, promql_string
 from obs_iac.packs.framework import fixtures, versions
 from obs_iac.packs.framework.model import Framework
@@ -60,7 +60,7 @@ GPU_IDLE_ALERT = "GpuUtilizationLow"
 
 
 def _regex_of(names: Iterable[str]) -> str:
-    return "|".join(re.escape(n) for n in names)
+    return "|".join(regex_literal(n) for n in names)
 
 
 class FrameworkPack(Pack):
@@ -637,8 +637,8 @@ class _Rules:
                 "15m",
                 f"p95 training step of {group_where} is over its {budget:g} s budget",
                 f"The p95 {fw.step_span} time of {group_where} has been above the SLA "
-                f"budget of {budget:g} s for 15 minutes ({svc.objective}). Drill down: "
-                "stage share, rank skew, then the GPUs of the slowest rank.",
+                f"budget of {budget:g} s for 15 minutes ({template_text(svc.objective)}). "
+                "Drill down: stage share, rank skew, then the GPUs of the slowest rank.",
                 cases_budget,
             ),
             alert(
