@@ -13,6 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from obs_iac.catalog import spanmetrics_shapes
 from obs_iac.labels import (
     GPU_ID,
     HOST,
@@ -109,9 +110,8 @@ class Fixtures:
             "job": self.wiring.service_name,
             "instance": f"{HOST_NAME}-rank{rank}",
             "collector_instance_id": "3f2b8c1e-5d4a-4e6f-9a7b-0c1d2e3f4a5b",
-            "otel_scope_name": "train",
-            "otel_scope_version": "1.0.0",
-            "otel_scope_schema_url": "https://opentelemetry.io/schemas/1.26.0",
+            # The connector's own output scope (spanmetrics_shapes.toml), not the SDK's.
+            "otel_scope_name": spanmetrics_shapes.scope_name(),
             **canonical,
         }
         wanted = [label for label in self.wiring.labels if label != "span_name"]
