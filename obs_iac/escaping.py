@@ -175,6 +175,13 @@ def template_text(value: str | Template) -> str:
     return template_literal(value)
 
 
+_ACTION = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+
+
 def plain_text(value: str | Template) -> str:
-    """The text itself, for outputs that are not templates (dashboard links, tooltips)."""
-    return value.source if isinstance(value, Template) else value
+    """The text for outputs that are not Go templates (dashboard descriptions, links,
+    tooltips): plain text as it is; a ``Template`` with its actions left out, as nothing
+    there could expand them."""
+    if isinstance(value, Template):
+        return _ACTION.sub("", value.source)
+    return value
