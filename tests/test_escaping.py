@@ -442,7 +442,8 @@ def _small_repo(tmp: Path, runbook: str, objective: str) -> Path:
     source = blueprint_source(runbook_base_url=runbook, objective=objective).replace(
         "from obs_iac import GpuFleet, service", "from obs_iac import GpuFleet, Template, service"
     )
-    source = source.replace("\n)\n", '\n    framework={"world_size": 8, "ranks_per_node": 8, "step_time_budget_seconds": 1.5},\n)\n')
+    framework = '{"world_size": 8, "ranks_per_node": 8, "step_time_budget_seconds": 1.5}'
+    source = source.replace("\n)\n", f"\n    framework={framework},\n)\n")
     (root / "blueprints" / "svc_a.py").write_text(source, encoding="utf-8")
     (root / "pyproject.toml").write_text(PYPROJECT.format(extra=""), encoding="utf-8")
     return root
