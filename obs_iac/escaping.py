@@ -23,9 +23,9 @@ into the real parser (promql-parser and promtool, Alertmanager's own matcher par
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 # Go's escapes for a double-quoted string literal (strconv.Unquote reads all of them).
 _GO_SIMPLE = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -144,7 +144,7 @@ class Template(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    source: str
+    source: str = Field(description="Go template source, e.g. 'https://x/{{ $labels.team }}'.")
 
     def __init__(self, source: str | None = None, /, **data: Any) -> None:
         if source is not None:
@@ -165,6 +165,26 @@ class Template(BaseModel):
 
     def __str__(self) -> str:
         return self.source
+
+
+# Tags of the "text or Template" union in blueprint fields. A tagged union reports the
+# errors of the branch the value is meant for only; the loader drops the tag from the path.
+TEXT_TAG = "text"
+TEMPLATE_TAG = "Template"
+UNION_TAGS = frozenset({TEXT_TAG, TEMPLATE_TAG})
+
+
+def _text_or_template(value: Any) -> str:
+    return TEMPLATE_TAG if isinstance(value, (Template, dict)) else TEXT_TAG
+
+
+def text_or_template(text: Any) -> Any:
+    """The annotation of a blueprint field that is literal text (constrained by ``text``,
+    e.g. ``Annotated[str, StringConstraints(...)]``) or a ``Template``."""
+    return Annotated[
+        Annotated[text, Tag(TEXT_TAG)] | Annotated[Template, Tag(TEMPLATE_TAG)],
+        Discriminator(_text_or_template),
+    ]
 
 
 def template_text(value: str | Template) -> str:
