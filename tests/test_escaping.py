@@ -519,3 +519,38 @@ def test_a_broken_template_is_a_located_error(tmp_path: Path, run_cli: RunCli) -
     assert "runbook_base_url" in result.output and "unclosed action" in result.output
     assert "Traceback" not in result.output
     assert not (repo / "generated").exists()
+
+
+TEMPLATES = [
+    "https://x/{{ $labels.team }}",
+    "https://x/{{ .Labels.team }}",
+    '{{ index $labels "host_name" }}',
+    "{{ if $labels.team }}{{ $labels.team }}{{ else }}none{{ end }}",
+    "{{ $value | humanize }}",
+    "{{/* a comment */}}text",
+    "{{- $labels.team -}}",
+    "https://x/{{",
+    "{{ end }}",
+    "{{ nosuchfunc }}",
+    "{{ $nosuchvar }}",
+    "{{ if $labels.team }}open",
+    '{{ "unterminated }}',
+]
+
+
+def test_template_is_checked_like_promtool(tmp_path: Path) -> None:
+    """Template() accepts exactly the templates promtool check rules accepts."""
+    promtool = require_tool("promtool")
+    for source in TEMPLATES:
+        try:
+            Template(source)
+            ours = True
+        except ValueError:
+            ours = False
+        rule = {"alert": "T", "expr": "vector(1)", "annotations": {"a": source}}
+        path = tmp_path / "r.yml"
+        path.write_text(dump_simple({"groups": [{"name": "g", "rules": [rule]}]}))
+        proc = subprocess.run(
+            [promtool, "check", "rules", str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert ours == (proc.returncode == 0), (source, proc.stdout + proc.stderr)
