@@ -28,8 +28,11 @@ check-render: $(STAMP)
 diff: $(STAMP)
 	$(BIN)/obs-iac diff $(if $(BASE),--base $(BASE))
 
+# pytest-xdist: one worker per core (TEST_JOBS=0 runs in one process); loadgroup keeps tests
+# marked xdist_group on one worker so they share its session fixtures.
+TEST_JOBS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check obs_iac tests bench
