@@ -75,6 +75,11 @@ class RepoConfig(Frozen):
     generators: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-generator settings, validated by each generator."
     )
+    lint: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='Per-lint-rule settings (`[tool.obs-iac.lint."<code>"]`), validated by '
+        "each rule.",
+    )
 
     @field_validator("blueprints", "output")
     @classmethod

@@ -166,7 +166,7 @@ def verify(
 
     findings: list[Diagnostic] = []
     for rule in plugins.lint_rules:
-        settings = plugin_settings(rule, ws.config.generators, "lint")
+        settings = plugin_settings(rule, ws.config.lint, "lint")
         ctx = LintContext(naming=ws.naming, repo=ws.config, settings=settings, inputs=inputs)
         try:
             findings.extend(rule.obj.check(plan, artifacts, ctx))

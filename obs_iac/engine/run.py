@@ -639,7 +639,7 @@ def _run_stages(
         "fleet": [],
     }
     for rule in plugins.lint_rules:
-        settings = plugin_settings(rule, repo.generators, "lint")
+        settings = plugin_settings(rule, repo.lint, "lint")
         lint_ctx = LintContext(naming=ws.naming, repo=repo, settings=settings, inputs=None)
         scope = _scope(rule)
         rules[scope if scope in rules else "fleet"].append((rule, lint_ctx))

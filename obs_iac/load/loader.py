@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from obs_iac.blueprint.locate import find_call, locate
 from obs_iac.blueprint.registry import Registration, collecting, stop_collecting
 from obs_iac.diagnostics import Diagnostic, Location, Severity
+from obs_iac.escaping import UNION_TAGS
 
 if TYPE_CHECKING:
     from obs_iac.engine.cache import Cache
@@ -94,7 +95,9 @@ def validation_diagnostics(
     call = find_call(tree, line) if tree is not None else None
     diags = []
     for err in exc.errors(include_url=False):
-        loc = tuple(err["loc"])
+        # A "text or Template" field names the union branch in the path; users wrote
+        # the field, not the branch.
+        loc = tuple(p for p in err["loc"] if p not in UNION_TAGS)
         field_line, column = (line, 0)
         if call is not None:
             field_line, column = locate(call, (*prefix, *loc) if prefix_in_call else loc)
