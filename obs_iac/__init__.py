@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from obs_iac.blueprint import Acknowledgement, GpuFleet, Service, Suppression, service
     from obs_iac.diagnostics import Diagnostic, Severity
+    from obs_iac.escaping import Template
 
 __all__ = [
     "Acknowledgement",
@@ -22,6 +23,7 @@ __all__ = [
     "Service",
     "Severity",
     "Suppression",
+    "Template",
     "service",
 ]
 
@@ -33,6 +35,7 @@ _LAZY = {
     "service": "obs_iac.blueprint",
     "Diagnostic": "obs_iac.diagnostics",
     "Severity": "obs_iac.diagnostics",
+    "Template": "obs_iac.escaping",
 }
 
 

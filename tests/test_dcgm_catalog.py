@@ -12,6 +12,7 @@ import yaml
 
 from obs_iac import pipeline
 from obs_iac.catalog import dcgm
+from obs_iac.packs.gpu import TYPE_OVERRIDES
 from obs_iac.promql import referenced_metrics
 from tests.conftest import GOLDEN_CASES, PYPROJECT, golden_blueprints
 
@@ -118,7 +119,8 @@ def test_collectors_csv_format_and_acceptance(case: str, tmp_path: Path) -> None
         for name, ptype, help_text in rows:
             field = catalog[name]
             assert dcgm.accepted(field, tag), (service, name)
-            assert ptype.strip() == field.prometheus_type
+            # The XID count is written as a gauge (it falls when the window passes).
+            assert ptype.strip() == TYPE_OVERRIDES.get(name, field.prometheus_type)
             assert help_text.strip() == field.exporter_help
         configmap = yaml.safe_load(result.files[f"dcgm-exporter/{service}/configmap.yaml"])
         assert configmap["data"]["metrics"] == text

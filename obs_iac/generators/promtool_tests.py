@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from obs_iac import conventions
+from obs_iac.escaping import untemplate_literal
 from obs_iac.generators.common import groups_by_service, sources_of
-from obs_iac.labels import TEMPLATE_OPEN_ESCAPED
 from obs_iac.plan.model import AlertRule, AlertTestCase, Plan
 from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
@@ -26,7 +26,7 @@ def expand_annotation(template: str, labels: dict[str, str]) -> str:
         return labels.get(match.group(1), "<no value>")
 
     expanded = _INDEX_REF.sub(sub, _LABEL_REF.sub(sub, template))
-    return expanded.replace(TEMPLATE_OPEN_ESCAPED, "{{")
+    return untemplate_literal(expanded)
 
 
 def _check(alert: AlertRule, case: AlertTestCase) -> dict[str, Any]:

@@ -12,7 +12,6 @@ to its rank, its GPU and its stage.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -23,6 +22,7 @@ from obs_iac.config import version_tuple
 from obs_iac.conventions import FrameworkRecords as FR
 from obs_iac.conventions import Records
 from obs_iac.diagnostics import Diagnostic, Severity
+from obs_iac.escaping import regex_literal, template_text
 from obs_iac.labels import GPU_ID, HOST, NCCL_GROUP, PYTORCH_RANK, SLA_ID, promql_string
 from obs_iac.packs.framework import fixtures, versions
 from obs_iac.packs.framework.model import Framework
@@ -62,7 +62,7 @@ GPU_IDLE_ALERT = "GpuUtilizationLow"
 
 
 def _regex_of(names: Iterable[str]) -> str:
-    return "|".join(re.escape(n) for n in names)
+    return "|".join(regex_literal(n) for n in names)
 
 
 class FrameworkPack(Pack):
@@ -79,7 +79,9 @@ class FrameworkPack(Pack):
         if fw is None:
             return out
         assert isinstance(fw, Framework)
-        out.diagnostics.extend(check(service, fw))
+        route = resolve_route(fw, ctx.repo.prometheus_min_version)
+        fw = fw.model_copy(update={"resource_attributes": route})
+        out.diagnostics.extend(check(service, fw, ctx.repo.prometheus_min_version))
         if any(d.severity is Severity.ERROR for d in out.diagnostics):
             return out
         wiring = build(service.name, service.service.sla_id, fw, ctx.naming)
@@ -143,9 +145,28 @@ def _span_metrics(wiring: OtelWiring) -> list[MetricSpec]:
     ]
 
 
-def check(service: ServiceBlueprint, fw: Framework) -> list[Diagnostic]:
-    """Mistakes pydantic cannot see: they involve other fields, the GPU fleet or the
-    collector release."""
+def resolve_route(fw: Framework, prometheus_min_version: str) -> str:
+    """The resource-attribute route: 'auto' takes Prometheus's OTLP receiver only where
+    the oldest Prometheus the repository supports can load it."""
+    if fw.resource_attributes != "auto":
+        return fw.resource_attributes
+    if _at_least(prometheus_min_version, versions.promote_resource_attributes_since()):
+        return "prometheus-otlp"
+    return "collector-exporter"
+
+
+def _at_least(version: str, since: str) -> bool:
+    # "2.55" is 2.55.0: pad before comparing, (2, 55) < (2, 55, 0) as tuples.
+    have, need = version_tuple(version), version_tuple(since)
+    width = max(len(have), len(need))
+    return have + (0,) * (width - len(have)) >= need + (0,) * (width - len(need))
+
+
+def check(
+    service: ServiceBlueprint, fw: Framework, prometheus_min_version: str = "2.42"
+) -> list[Diagnostic]:
+    """Mistakes pydantic cannot see: they involve other fields, the GPU fleet, the
+    collector release or the oldest Prometheus the output must load in."""
     problems: list[Diagnostic] = []
 
     def error(code: str, message: str, hint: str, *path: str | int) -> None:
@@ -253,6 +274,24 @@ def check(service: ServiceBlueprint, fw: Framework) -> list[Diagnostic]:
             "remove the gate, or choose a namespace other than the default",
             *path,
         )
+    if fw.resource_attributes == "prometheus-otlp":
+        otlp = versions.table()["prometheus"]["otlp"]
+        promote = versions.promote_resource_attributes_since()
+        if not _at_least(prometheus_min_version, promote):
+            error(
+                "prometheus-version",
+                f"framework.resource_attributes='prometheus-otlp' needs Prometheus "
+                f"{promote} (otlp.promote_resource_attributes in "
+                f"{conventions.prometheus_otlp_fragment()}; its OTLP receiver arrived in "
+                f"{otlp['receiver_feature_since']} behind --enable-feature=otlp-write-receiver, "
+                f"--web.enable-otlp-receiver in {otlp['receiver_flag_since']}), but "
+                f"prometheus_min_version is {prometheus_min_version}: Prometheus "
+                f'{prometheus_min_version} rejects that file ("field otlp not found") and '
+                "does not serve /api/v1/otlp",
+                f"set resource_attributes='collector-exporter' (or 'auto'), or raise "
+                f'[tool.obs-iac] prometheus_min_version to "{promote}" or later',
+                "resource_attributes",
+            )
     if fw.resource_attributes == "collector-exporter":
         since = versions.resource_constant_labels_since()
         if version_tuple(version) < version_tuple(since):
@@ -261,7 +300,9 @@ def check(service: ServiceBlueprint, fw: Framework) -> list[Diagnostic]:
                 f"framework.resource_attributes='collector-exporter' writes the prometheus "
                 f"exporter's resource_constant_labels, which collector-contrib {version} "
                 f"does not have (since v{since}); the collector would reject its config",
-                "use resource_attributes='prometheus-otlp' or upgrade the collector",
+                "upgrade the collector, or use resource_attributes='prometheus-otlp' "
+                "(needs prometheus_min_version "
+                f"{versions.promote_resource_attributes_since()} or later)",
                 "resource_attributes",
             )
     return problems
@@ -600,8 +641,8 @@ class _Rules:
                 "15m",
                 f"p95 training step of {group_where} is over its {budget:g} s budget",
                 f"The p95 {fw.step_span} time of {group_where} has been above the SLA "
-                f"budget of {budget:g} s for 15 minutes ({svc.objective}). Drill down: "
-                "stage share, rank skew, then the GPUs of the slowest rank.",
+                f"budget of {budget:g} s for 15 minutes ({template_text(svc.objective)}). "
+                "Drill down: stage share, rank skew, then the GPUs of the slowest rank.",
                 cases_budget,
             ),
             alert(

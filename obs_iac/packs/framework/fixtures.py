@@ -13,6 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from obs_iac.catalog import spanmetrics_shapes
 from obs_iac.labels import (
     GPU_ID,
     HOST,
@@ -24,11 +25,11 @@ from obs_iac.labels import (
 )
 from obs_iac.packs.framework.model import Framework
 from obs_iac.packs.framework.wiring import OtelWiring, status_label
-from obs_iac.packs.gpu import GPU_UTIL, GpuPack
+from obs_iac.packs.gpu import GPU_UTIL, TEST_HOST, stored_series
 from obs_iac.plan.compile import ServiceBlueprint
 from obs_iac.plan.model import AlertTestCase
 
-HOST_NAME = "gpu-node-1"
+HOST_NAME = TEST_HOST
 GROUP = "dp0"
 CALLS_PER_MINUTE = 60  # one training step per second
 Series = list[tuple[str, str]]
@@ -109,9 +110,8 @@ class Fixtures:
             "job": self.wiring.service_name,
             "instance": f"{HOST_NAME}-rank{rank}",
             "collector_instance_id": "3f2b8c1e-5d4a-4e6f-9a7b-0c1d2e3f4a5b",
-            "otel_scope_name": "train",
-            "otel_scope_version": "1.0.0",
-            "otel_scope_schema_url": "https://opentelemetry.io/schemas/1.26.0",
+            # The connector's own output scope (spanmetrics_shapes.toml), not the SDK's.
+            "otel_scope_name": spanmetrics_shapes.scope_name(),
             **canonical,
         }
         wanted = [label for label in self.wiring.labels if label != "span_name"]
@@ -120,15 +120,9 @@ class Fixtures:
             raise ValueError(f"no fixture value for spanmetrics labels {missing}")
         span_labels = {label: values[label] for label in wanted}
         fleet = self.service.service.gpu
-        gpu_labels = GpuPack._test_labels(fleet, naming, self.service.service.sla_id)
-        gpu_labels.update(
-            {
-                "gpu": str(gpu),
-                "device": f"nvidia{gpu}",
-                "UUID": f"GPU-8d4c1f5e-2b7a-4c1e-9f00-3a6b5c4d2e1{gpu}",
-                naming.prom(GPU_ID): f"nvidia{gpu}",
-            }
-        )
+        # The GPU side of the join as Prometheus stores it: catalogue -> scrape ->
+        # the GPU pack's relabelling (the same derivation as the GPU pack's own tests).
+        gpu_labels = stored_series(GPU_UTIL, fleet, naming, self.service.service.sla_id, gpu=gpu)
         return Process(span_labels=span_labels, gpu_labels=gpu_labels)
 
     # -- series ----------------------------------------------------------------------------

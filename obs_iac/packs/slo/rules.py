@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from obs_iac import conventions
 from obs_iac.conventions import SloRecords
+from obs_iac.escaping import Template
 from obs_iac.labels import SLA_ID, LabelNaming, promql_string
 from obs_iac.packs.slo.models import (
     BurnAlert,
@@ -229,7 +230,9 @@ def severity(tier: str) -> str:
     return "critical" if tier == "page" else "warning"
 
 
-def alert_rules(ctx: SloContext, team: str, service: str, runbook_base: str) -> list[AlertRule]:
+def alert_rules(
+    ctx: SloContext, team: str, service: str, runbook_base: str | Template
+) -> list[AlertRule]:
     slo = ctx.slo
     out = []
     for alert in slo.selected_alerts:
