@@ -23,9 +23,9 @@ into the real parser (promql-parser and promtool, Alertmanager's own matcher par
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 # Go's escapes for a double-quoted string literal (strconv.Unquote reads all of them).
 _GO_SIMPLE = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -144,7 +144,7 @@ class Template(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    source: str
+    source: str = Field(description="Go template source, e.g. 'https://x/{{ $labels.team }}'.")
 
     def __init__(self, source: str | None = None, /, **data: Any) -> None:
         if source is not None:
@@ -167,6 +167,26 @@ class Template(BaseModel):
         return self.source
 
 
+# Tags of the "text or Template" union in blueprint fields. A tagged union reports the
+# errors of the branch the value is meant for only; the loader drops the tag from the path.
+TEXT_TAG = "text"
+TEMPLATE_TAG = "Template"
+UNION_TAGS = frozenset({TEXT_TAG, TEMPLATE_TAG})
+
+
+def _text_or_template(value: Any) -> str:
+    return TEMPLATE_TAG if isinstance(value, (Template, dict)) else TEXT_TAG
+
+
+def text_or_template(text: Any) -> Any:
+    """The annotation of a blueprint field that is literal text (constrained by ``text``,
+    e.g. ``Annotated[str, StringConstraints(...)]``) or a ``Template``."""
+    return Annotated[
+        Annotated[text, Tag(TEXT_TAG)] | Annotated[Template, Tag(TEMPLATE_TAG)],
+        Discriminator(_text_or_template),
+    ]
+
+
 def template_text(value: str | Template) -> str:
     """``value`` as the source of a Go template: a ``Template`` as written, any other text
     escaped so that it renders as itself."""
@@ -175,6 +195,13 @@ def template_text(value: str | Template) -> str:
     return template_literal(value)
 
 
+_ACTION = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+
+
 def plain_text(value: str | Template) -> str:
-    """The text itself, for outputs that are not templates (dashboard links, tooltips)."""
-    return value.source if isinstance(value, Template) else value
+    """The text for outputs that are not Go templates (dashboard descriptions, links,
+    tooltips): plain text as it is; a ``Template`` with its actions left out, as nothing
+    there could expand them."""
+    if isinstance(value, Template):
+        return _ACTION.sub("", value.source)
+    return value

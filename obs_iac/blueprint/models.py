@@ -7,17 +7,23 @@ internal IR), so the plan can change without breaking a single blueprint.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from obs_iac.escaping import Template
+from obs_iac.escaping import Template, text_or_template
 from obs_iac.labels import SLA_ID_PATTERN
 
 SCHEMA_VERSION = 1
 
 SERVICE_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
 RUNBOOK_URL_PATTERN = r"^https?://[^\s\"'<>]+$"
+if TYPE_CHECKING:
+    _Objective = str | Template
+    _RunbookUrl = str | Template
+else:
+    _Objective = text_or_template(Annotated[str, StringConstraints(min_length=1, max_length=500)])
+    _RunbookUrl = text_or_template(Annotated[str, StringConstraints(pattern=RUNBOOK_URL_PATTERN)])
 EXPORTER_VERSION_PATTERN = r"^(\d+\.\d+\.\d+)-(\d+\.\d+\.\d+)$"
 
 # GPU families DCGM supports that a compute center is likely to run; a model string must
@@ -147,15 +153,13 @@ class Service(BlueprintModel):
     )
     # Text is literal everywhere it lands (alert annotations are Go templates, and a "{{"
     # in it is escaped); Template("...") is the one way to write template actions.
-    objective: Annotated[str, StringConstraints(min_length=1, max_length=500)] | Template = Field(
+    objective: _Objective = Field(
         description="The SLA in words, e.g. 'model refreshed within 15 minutes'; literal "
         "text, or Template('...') for Go template actions in alert annotations.",
     )
-    runbook_base_url: Annotated[str, StringConstraints(pattern=RUNBOOK_URL_PATTERN)] | Template = (
-        Field(
-            description="Base URL of the runbooks; alerts link to <base>/<AlertName>. Literal "
-            "text, or Template('...') for Go template actions (e.g. {{ $labels.team }}).",
-        )
+    runbook_base_url: _RunbookUrl = Field(
+        description="Base URL of the runbooks; alerts link to <base>/<AlertName>. Literal "
+        "text, or Template('...') for Go template actions (e.g. {{ $labels.team }}).",
     )
     gpu: GpuFleet = Field(description="The GPU fleet profile.")
     suppress: tuple[Suppression, ...] = Field(

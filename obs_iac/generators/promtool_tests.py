@@ -20,10 +20,14 @@ _INDEX_REF = re.compile(r'\{\{\s*index \$labels "([^"]+)"\s*\}\}')
 
 def expand_annotation(template: str, labels: dict[str, str]) -> str:
     """What Prometheus renders for a template that only reads labels. Anything richer is
-    left as written, so promtool reports the difference instead of us hiding it."""
+    left as written, so promtool reports the difference instead of us hiding it.
+
+    ``labels`` are the labels of the result sample: Prometheus fills ``$labels`` before it
+    adds the rule's own labels (rules/alerting.go, Eval), and a missing one renders as ""
+    (its templates run with missingkey=zero; promtool 2.42 shows the same)."""
 
     def sub(match: re.Match[str]) -> str:
-        return labels.get(match.group(1), "<no value>")
+        return labels.get(match.group(1), "")
 
     expanded = _INDEX_REF.sub(sub, _LABEL_REF.sub(sub, template))
     return untemplate_literal(expanded)
@@ -37,7 +41,8 @@ def _check(alert: AlertRule, case: AlertTestCase) -> dict[str, Any]:
             {
                 "exp_labels": dict(sorted(labels.items())),
                 "exp_annotations": {
-                    k: expand_annotation(v, labels) for k, v in sorted(alert.annotations.items())
+                    k: expand_annotation(v, case.exp_labels)
+                    for k, v in sorted(alert.annotations.items())
                 },
             }
         )

@@ -44,6 +44,7 @@ SCALE_KEEPING = frozenset(
     }
 )
 SCALE_KEEPING_AGGREGATIONS = frozenset({"avg", "min", "max", "quantile", "topk", "bottomk"})
+MEASURE_KEEPING_AGGREGATIONS = SCALE_KEEPING_AGGREGATIONS | {"sum"}
 COMPARISONS = frozenset({"==", "!=", ">", "<", ">=", "<="})
 SET_OPS = frozenset({"and", "or", "unless"})
 ANY_VALUE_MATCHES_EMPTY = frozenset({"=~", "!~"})
@@ -100,6 +101,16 @@ class ScaleMix:
 
 
 @dataclass(frozen=True, slots=True)
+class Measure:
+    """The physical unit a value was read in and the constant it was multiplied by since:
+    what a unit conversion (`* 1048576`, `/ 100`) did to it. Kept through sums, unlike
+    the scale (`unit`), since a sum of MiB is still MiB."""
+
+    unit: str
+    factor: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class RegexUse:
     label: str
     pattern: str
@@ -115,6 +126,7 @@ class Analysis:
     # Labels known to be absent from an open result (`without`, `ignoring`): what pint's
     # checks find on series no catalogue describes.
     removed: frozenset[str] = frozenset()
+    measure: Measure | None = None
     kind: str = "vector"  # vector, matrix, scalar, string
     type: str | None = None
     unit: str | None = None
@@ -136,6 +148,7 @@ class _Value:
     number: float | None = None
     metric: str | None = None
     removed: frozenset[str] = frozenset()  # see Analysis.removed
+    measure: Measure | None = None  # see Analysis.measure
 
 
 def _op(value: Any) -> str:
@@ -199,12 +212,14 @@ class _Walker:
                 continue  # selecting "label absent" is legitimate
             self.out.missing.append(LabelRef(m.name, "matcher", labels, name))
         guessed = "counter" if name and name.endswith("_total") else None
+        physical = facts.unit if facts else None
         return _Value(
             "vector",
             labels,
             facts.type if facts else guessed,
             facts.unit if facts else _guess_unit(name),
             metric=name,
+            measure=Measure(physical) if physical and physical != "none" else None,
         )
 
     # -- dispatch -----------------------------------------------------------------------
@@ -214,7 +229,7 @@ class _Walker:
             return self.selector(node)
         if kind == "MatrixSelector":
             inner = self.selector(node.vector_selector)
-            return _Value("matrix", inner.labels, inner.type, inner.unit, metric=inner.metric)
+            return replace(inner, kind="matrix")
         if kind == "NumberLiteral":
             return _Value("scalar", frozenset(), number=float(node.val))
         if kind == "StringLiteral":
@@ -224,8 +239,18 @@ class _Walker:
         if kind == "UnaryExpr":
             inner = self.eval(node.expr)
             number = -inner.number if inner.number is not None else None
+            measure = (
+                replace(inner.measure, factor=-inner.measure.factor) if inner.measure else None
+            )
             return _Value(
-                inner.kind, inner.labels, "gauge", inner.unit, number, inner.metric, inner.removed
+                inner.kind,
+                inner.labels,
+                "gauge",
+                inner.unit,
+                number,
+                inner.metric,
+                inner.removed,
+                measure,
             )
         if kind == "SubqueryExpr":
             inner = self.eval(node.expr)
@@ -307,7 +332,10 @@ class _Walker:
         kept_type = (
             vec.type if fname in ("label_replace", "label_join", "sort", "sort_desc") else None
         )
-        return _Value("vector", labels, kept_type or "gauge", unit, removed=vec.removed)
+        measure = vec.measure if fname in SCALE_KEEPING else None
+        return _Value(
+            "vector", labels, kept_type or "gauge", unit, removed=vec.removed, measure=measure
+        )
 
     # -- aggregations -------------------------------------------------------------------
     def aggregate(self, node: Any) -> _Value:
@@ -339,7 +367,10 @@ class _Walker:
             out = _union(out, frozenset({value_label}) if value_label is not None else None)
         kind_type = "counter" if op == "sum" and inner.type == "counter" else "gauge"
         unit = inner.unit if op in SCALE_KEEPING_AGGREGATIONS else None
-        return _Value("vector", out, kind_type, unit, metric=inner.metric, removed=removed)
+        measure = inner.measure if op in MEASURE_KEEPING_AGGREGATIONS else None
+        return _Value(
+            "vector", out, kind_type, unit, metric=inner.metric, removed=removed, measure=measure
+        )
 
     # -- binary operations --------------------------------------------------------------
     def binary(self, node: Any) -> _Value:
@@ -351,8 +382,7 @@ class _Walker:
         scalar_l = lhs.kind == "scalar"
         scalar_r = rhs.kind == "scalar"
         if scalar_l and scalar_r:
-            number = None
-            return _Value("scalar", frozenset(), number=number)
+            return _Value("scalar", frozenset(), number=_fold(op, lhs.number, rhs.number))
         if scalar_l or scalar_r:
             vec = rhs if scalar_l else lhs
             unit = (
@@ -361,7 +391,13 @@ class _Walker:
             if op in ("+", "-"):
                 unit = vec.unit
             return _Value(
-                "vector", vec.labels, "gauge", unit, metric=vec.metric, removed=vec.removed
+                "vector",
+                vec.labels,
+                "gauge",
+                unit,
+                metric=vec.metric,
+                removed=vec.removed,
+                measure=_scaled(vec.measure, op, lhs if scalar_l else rhs, scalar_l),
             )
         matching = mod.matching if mod is not None else None
         on = matching is not None and "Include" in str(matching.type)
@@ -417,7 +453,10 @@ class _Walker:
         unit = (
             base.unit if op in COMPARISONS or (op in ("+", "-") and lhs.unit == rhs.unit) else None
         )
-        return _Value("vector", labels, "gauge", unit, metric=base.metric, removed=removed)
+        measure = base.measure if op in COMPARISONS or op in ("+", "-") else None
+        return _Value(
+            "vector", labels, "gauge", unit, metric=base.metric, removed=removed, measure=measure
+        )
 
     def _scale(self, op: str, lhs: _Value, rhs: _Value) -> None:
         if op not in COMPARISONS and op not in ("+", "-"):
@@ -436,6 +475,41 @@ class _Walker:
                 self.out.scale_mixes.append(ScaleMix(op, "percent", f"{value:g}"))
             elif vec.unit == "ratio" and value > 1:
                 self.out.scale_mixes.append(ScaleMix(op, "ratio", f"{value:g}"))
+
+
+def _scaled(measure: Measure | None, op: str, scalar: _Value, scalar_first: bool) -> Measure | None:
+    """The measure after `vector op number` (or `number op vector`)."""
+    if measure is None:
+        return None
+    if op in ("+", "-") or op in COMPARISONS:
+        return measure
+    if scalar.number is None or op not in ("*", "/") or (op == "/" and scalar_first):
+        return None
+    if op == "/" and scalar.number == 0:
+        return None
+    factor = scalar.number if op == "*" else 1 / scalar.number
+    return replace(measure, factor=measure.factor * factor)
+
+
+def _fold(op: str, a: float | None, b: float | None) -> float | None:
+    """`1024 * 1024`, `2 ^ 20`: constant arithmetic, so a factor written either way reads
+    the same."""
+    if a is None or b is None:
+        return None
+    try:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return a / b
+        if op == "^":
+            return float(a**b)
+    except (ArithmeticError, ValueError):
+        return None
+    return None
 
 
 def _is_one(lhs: _Value, rhs: _Value) -> bool:
@@ -464,6 +538,7 @@ def analyze(expr: str, catalogue: Mapping[str, MetricFacts]) -> Analysis:
     result = walker.out
     result.labels = value.labels
     result.removed = value.removed if value.labels is None else frozenset()
+    result.measure = value.measure
     result.kind = value.kind
     result.type = value.type
     result.unit = value.unit

@@ -86,3 +86,26 @@ def test_findings_on_open_series(tmp_path: Path) -> None:
     assert "job=~'' matches no value" in messages
     assert "job=~'.*' matches every series" in messages
     assert "job!~'.*' selects no series" in messages
+
+
+@pytest.mark.parametrize(
+    ("expr", "says"),
+    [
+        ("DCGM_FI_DEV_MEM_COPY_UTIL * 1024 * 1024", "records a percent as bytes"),
+        ("DCGM_FI_DEV_FB_USED * 1000000", "multiplied by 1e+06"),
+        ("DCGM_FI_DEV_FB_USED", "multiplied by nothing"),
+        ("DCGM_FI_DEV_FB_USED * 1048576", None),
+        ("sum(DCGM_FI_DEV_FB_USED) * 2 ^ 20", None),
+        ("rate(DCGM_FI_DEV_FB_USED[5m]) * 1e6", None),  # no longer a size: not judged
+    ],
+)
+def test_bytes_conversions(tmp_path: Path, expr: str, says: str | None) -> None:
+    path = tmp_path / "rules.yml"
+    path.write_text(f"groups:\n- name: g\n  rules:\n  - record: gpu:fb:bytes\n    expr: {expr}\n")
+    found = [
+        d.message for d in run_lint(tmp_path, (path,)).diagnostics if d.code == "promql/unit-scale"
+    ]
+    if says is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and says in found[0], found

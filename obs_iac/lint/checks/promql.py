@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -16,7 +18,7 @@ from obs_iac.lint.engine import (
 from obs_iac.lint.gotemplate import label_references
 from obs_iac.lint.rulefile import ParsedRule
 from obs_iac.plugins import LintScope
-from obs_iac.promql.labelflow import LabelRef, RegexUse
+from obs_iac.promql.labelflow import LabelRef, Measure, RegexUse
 
 
 class Syntax(CorpusRule):
@@ -192,6 +194,39 @@ class UnitScale(CorpusRule):
                     "on the series' own scale",
                     at_expr=True,
                 )
+            problem = _bytes_conversion(rule, analysis.measure if analysis else None)
+            if problem is not None:
+                yield corpus.diag(
+                    self.code,
+                    self.default_severity,
+                    f"{rule.name}: {problem}",
+                    unit,
+                    rule,
+                    hint="DCGM_FI_DEV_FB_* are MiB: multiply by 1048576 (2^20) for bytes; "
+                    "utilisation fields are percents of time, not sizes",
+                    at_expr=True,
+                )
+
+
+_BYTES_NAME = re.compile(r"(?:^|[_:])bytes(?:$|[_:])")
+MIB = 1 << 20
+
+
+def _bytes_conversion(rule: ParsedRule, measure: Measure | None) -> str | None:
+    """A record named in bytes whose value cannot be bytes (prometheus naming practice:
+    base units; a record's unit is in its name, docs/practices/naming.md)."""
+    if rule.kind != "record" or measure is None:
+        return None
+    # level:metric:operations: the unit may sit in the metric or the operations part.
+    named = rule.name.split(":", 1)[1] if ":" in rule.name else rule.name
+    if not _BYTES_NAME.search(named):
+        return None
+    if measure.unit in ("percent", "ratio"):
+        return f"records a {measure.unit} as bytes; a share of time is not a size"
+    if measure.unit == "mebibytes" and not math.isclose(measure.factor, MIB, rel_tol=1e-9):
+        factor = f"{measure.factor:g}" if measure.factor != 1 else "nothing"
+        return f"records MiB as bytes multiplied by {factor}; 1 MiB is {MIB} bytes (2^20)"
+    return None
 
 
 # RE2 syntax characters (google/re2 wiki "Syntax"); a pattern without any is a string.

@@ -475,7 +475,6 @@ def _slice_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
     threshold the alert is silent, at the crossing it fires (both after `for`)."""
     slo = ctx.slo
     sli = slo.sli
-    limit = threshold(slo.objective, alert.budget_percent, slo.window, alert.long_window)
     if isinstance(sli, FreshnessSli):
         source = Source(max_age=seconds(sli.max_age))
         series_of, metric = sli.last_success, sli.last_success.name
