@@ -168,7 +168,7 @@ One file per SLA-bound service; `make render` compiles it into DCGM collectors,
 Prometheus rules and relabelling under generated/.
 """
 
-from obs_iac import GpuFleet, service
+from obs_iac import Framework, GpuFleet, service
 
 service(
     name="example-training",
@@ -176,12 +176,17 @@ service(
     sla_id="example_training",
     objective="Training checkpoints land at least every 30 minutes",
     runbook_base_url="https://runbooks.example.com/example-training",
+    # training needs a framework section; "inference" and "batch" need an SLO instead
+    # (see `obs-iac check`).
+    workload="training",
     gpu=GpuFleet(
         model="H100-SXM5-80GB",
         count=8,
         driver_version="550.54.15",
         temperature_limit_celsius=85,
     ),
+    # One PyTorch/NCCL job of 8 ranks on one node; its step time budget is the SLA.
+    framework=Framework(world_size=8, ranks_per_node=8, step_time_budget_seconds=2.0),
 )
 '''
 

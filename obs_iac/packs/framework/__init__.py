@@ -51,6 +51,8 @@ LAYER = "framework"
 RATE = "5m"
 # `for` of NcclAllreduceP95Regression; its tests evaluate at steps dividing it.
 REGRESSION_FOR_MINUTES = 15
+# Evaluation step of the cases on steady series (see alerts()).
+STEADY_STEP = "2m"
 
 # Inhibition: a broken or straggling collective explains slowness of its group.
 CAUSE_ALERTS = ("NcclCollectiveErrors", "TrainingStragglerRank")
@@ -522,31 +524,37 @@ class _Rules:
         straggler = fx.process(2)
         straggler_labels = _alert_test_labels(straggler.span_labels, rank_keys)
 
-        # Checks just past `for`: the 5m rates are settled from the first minutes (every
-        # series is steady from t=0), the GPU side is read one evaluation late (another
-        # group), then `for` (10m, 15m for the step time) and a minute of margin; a
-        # later check only costs evaluations of every rule of the file.
+        # Every series is steady from t=0, so the 5m rates hold their value from the
+        # first evaluation with two samples. Evaluating every 2 minutes: the alert is
+        # active from 2m (the GPU side, another group, is read one evaluation late, well
+        # within the 5m lookback), fires after `for` rounded up to the step (12m; 18m for
+        # the step time's 15m), and is checked just past that (18m, 22m), never later:
+        # each evaluation costs every rule of the file.
         cases_starving = [
             fx.case(
                 "data loader starving an idle GPU fires",
                 fx.starving(share_high=True, gpu_busy=False, gpu_process=proc0),
-                "17m",
+                "18m",
                 starving_labels,
+                evaluation_interval=STEADY_STEP,
             ),
             fx.case(
                 "same stall on a busy GPU does not fire",
                 fx.starving(share_high=True, gpu_busy=True, gpu_process=proc0),
-                "17m",
+                "18m",
+                evaluation_interval=STEADY_STEP,
             ),
             fx.case(
                 "idle GPU with another resource_gpu_id does not fire",
                 fx.starving(share_high=True, gpu_busy=False, gpu_process=other_gpu),
-                "17m",
+                "18m",
+                evaluation_interval=STEADY_STEP,
             ),
             fx.case(
                 "short data loading on an idle GPU does not fire",
                 fx.starving(share_high=False, gpu_busy=False, gpu_process=proc0),
-                "17m",
+                "18m",
+                evaluation_interval=STEADY_STEP,
             ),
         ]
         baseline = fx.offset_minutes(th.baseline_offset)
@@ -570,10 +578,16 @@ class _Rules:
             fx.case(
                 f"one rank computing {fx.straggler_factor():g} times its group median fires",
                 fx.straggler(slow=True),
-                "17m",
+                "18m",
                 straggler_labels,
+                evaluation_interval=STEADY_STEP,
             ),
-            fx.case("balanced ranks do not fire", fx.straggler(slow=False), "17m"),
+            fx.case(
+                "balanced ranks do not fire",
+                fx.straggler(slow=False),
+                "18m",
+                evaluation_interval=STEADY_STEP,
+            ),
         ]
         cases_budget = [
             fx.case(
@@ -581,8 +595,14 @@ class _Rules:
                 fx.step_time(over=True),
                 "22m",
                 group_labels,
+                evaluation_interval=STEADY_STEP,
             ),
-            fx.case("steps within budget do not fire", fx.step_time(over=False), "22m"),
+            fx.case(
+                "steps within budget do not fire",
+                fx.step_time(over=False),
+                "22m",
+                evaluation_interval=STEADY_STEP,
+            ),
         ]
         cases_errors = [
             fx.case(
