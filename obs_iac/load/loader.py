@@ -21,10 +21,11 @@ from pydantic import ValidationError
 
 from obs_iac.blueprint.locate import find_call, locate
 from obs_iac.blueprint.registry import Registration, collecting, stop_collecting
-from obs_iac.diagnostics import Diagnostic, Location, Severity
+from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
 from obs_iac.escaping import UNION_TAGS
 
 if TYPE_CHECKING:
+    from obs_iac.config import RepoConfig
     from obs_iac.engine.cache import Cache
 
 
@@ -268,3 +269,60 @@ def load_blueprints(
                 Registration(fields=reg.fields, file=rel, line=reg.line, column=reg.column)
             )
     return LoadedBlueprints(tuple(loaded), tuple(registrations), tuple(problems))
+
+
+def no_services(
+    root: Path, config: RepoConfig, config_file: str, loaded: LoadedBlueprints
+) -> InputError:
+    """Why no service was declared, with the next step: each way of getting here (no
+    folder, a setting naming a missing folder, an empty folder, files that never call
+    service()) has its own message."""
+    folder = config.blueprints
+    where = root.resolve()
+    if not (root / folder).is_dir():
+        default = type(config).model_fields["blueprints"].default
+        if "blueprints" in config.model_fields_set and folder != default:
+            section = "obs-iac.toml" if config_file == "obs-iac.toml" else "[tool.obs-iac]"
+            return _input_error(
+                "config/missing-folder",
+                f"{section} blueprints = {folder!r}: there is no folder {folder}/ in {where}",
+                f"fix the `blueprints` setting in {config_file or 'pyproject.toml'}, or create "
+                f"{folder}/ and add a blueprint that calls service(...)",
+                Location(config_file or "pyproject.toml"),
+            )
+        settings = (
+            ""
+            if config_file
+            else f"; {where} has no obs-iac settings either (obs-iac.toml, or [tool.obs-iac] "
+            "in pyproject.toml): is --root right?"
+        )
+        return _input_error(
+            "blueprint/no-folder",
+            f"there is no {folder}/ folder in {where}",
+            f"create {folder}/ with a file that calls obs_iac.service(...) (`obs-iac init DIR` "
+            "scaffolds a repository with an example), or point the `blueprints` setting of "
+            f"[tool.obs-iac] at your folder{settings}",
+            Location(folder),
+        )
+    if not loaded.files:
+        return _input_error(
+            "blueprint/empty",
+            f"{folder}/ has no blueprint files",
+            "add a Python file that calls obs_iac.service(...) (files and folders whose names "
+            "start with '_' or '.' are skipped); `obs-iac init DIR` writes an example",
+            Location(folder),
+        )
+    names = [f.path for f in loaded.files]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return _input_error(
+        "blueprint/none",
+        f"no service is declared under {folder}/: {shown} ran but never called service()",
+        "declare each service with `from obs_iac import service` and `service(name=..., "
+        "team=..., ...)`; `obs-iac schema` lists the fields. Helpers without a service go in "
+        "files whose names start with '_'",
+        Location(names[0]),
+    )
+
+
+def _input_error(code: str, message: str, hint: str, location: Location) -> InputError:
+    return InputError([Diagnostic(code, Severity.ERROR, message, hint=hint, location=location)])

@@ -15,6 +15,7 @@ Version facts (prometheus/prometheus CHANGELOG.md at v3.14.0):
   UTF-8 names on by default (#14705): `{"my.metric"}`, `sum by ("a.b")`.
 - 3.7.1: `anchored` and `smoothed` stay valid metric and label names (#17353), as they
   are in every 2.x release.
+- every release: `x @ end()[5m]` loads (only a timestamp `@` is refused before a range).
 """
 
 from __future__ import annotations
@@ -176,4 +177,33 @@ def parser_compatible(expr: str) -> str:
         if replacement is not None:
             out += [expr[last : tok.offset], replacement]
             last = tok.offset + len(tok.text)
-    return "".join([*out, expr[last:]])
+    return _at_after_range("".join([*out, expr[last:]]))
+
+
+def _at_after_range(expr: str) -> str:
+    """`x @ end()[5m]` as `x[5m] @ end()`. Prometheus refuses an `@` before a range only
+    when it holds a timestamp (`vs.Timestamp != nil` in promql/parser/generated_parser.y,
+    v2.42.0 to v3.14.0); `@ start()` and `@ end()` set another field and pass, while
+    promql-parser refuses them. The two spellings mean the same."""
+    tokens = tokenize(expr)
+    for i in range(len(tokens) - 4):
+        at, fn, lpar, rpar, bracket = tokens[i : i + 5]
+        if not (
+            at.text == "@"
+            and fn.text in ("start", "end")
+            and (lpar.text, rpar.text, bracket.text) == ("(", ")", "[")
+        ):
+            continue
+        close = next((t for t in tokens[i + 5 :] if t.text == "]"), None)
+        if close is None:
+            return expr
+        modifier = expr[at.offset : rpar.offset + 1]
+        moved = (
+            expr[: at.offset]
+            + expr[bracket.offset : close.offset + 1]
+            + " "
+            + modifier
+            + expr[close.offset + 1 :]
+        )
+        return _at_after_range(moved)
+    return expr
