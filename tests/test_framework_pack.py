@@ -23,6 +23,7 @@ from obs_iac.pipeline import Render, open_workspace, render
 from obs_iac.plan.model import AlertRule, Plan
 from obs_iac.promql import parse, referenced_metrics
 from tests.conftest import PYPROJECT
+from tests.promtool_runs import assert_promtool_passes
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -444,21 +445,14 @@ def test_render_is_deterministic(tmp_path: Path) -> None:
 
 
 def run_promtool(files: dict[str, bytes], out: Path) -> None:
-    promtool = require_tool("promtool")
+    require_tool("promtool")
     for path, data in files.items():
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     tests = sorted((out / "prometheus" / "tests").glob("*.test.yml"))
     assert tests
-    for test in tests:
-        done = subprocess.run(
-            [promtool, "test", "rules", test.name],
-            cwd=test.parent,
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
+    assert_promtool_passes(tests)
 
 
 def test_promtool_passes_for_the_example_blueprints(tmp_path: Path) -> None:

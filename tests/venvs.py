@@ -1,18 +1,46 @@
-"""Fresh virtual environments with obs-iac and plugins installed from their pyprojects."""
+"""Fresh virtual environments with obs-iac and plugins installed from their pyprojects,
+and a way to build such expensive things once per test run under pytest-xdist."""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import venv
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from filelock import FileLock
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every pytest-xdist worker of this run sees: under xdist each worker's base
+    temp is a subfolder of one per-run folder; without xdist, the base temp itself."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once_per_run(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
+) -> Path:
+    """``build`` into ``<shared>/<name>`` by the first worker that asks; the others wait
+    for it and reuse the result. A session or module fixture runs once per xdist worker
+    that needs it, so this is how something costly is made once per `make test`."""
+    root = shared_dir(tmp_path_factory) / name
+    with FileLock(str(root) + ".lock"):
+        if not (root / ".built").is_file():
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True)
+            build(root)
+            (root / ".built").touch()
+    return root
 
 
 def plugin_env(root: Path, *packages: Path) -> Path:

@@ -80,6 +80,9 @@ class ExporterShape:
         if field_name == XID_COUNT_FIELD and self.has_xid_count:
             data = _data()["features"]["xid_count"]
             return (str(data["window_label"]), str(data["code_label"]))
+        pseudo = _data().get("pseudo_fields", {}).get(field_name)
+        if pseudo is not None and _within(self.tag, pseudo["since"], None):
+            return tuple(str(label) for label in pseudo["labels"])
         return ()
 
     def series(
@@ -129,6 +132,13 @@ class ExporterShape:
             labels[window] = given.get(window, str(data["default_window_ms"]))
             if str(data["code_label"]) in given:
                 labels[str(data["code_label"])] = given[str(data["code_label"])]
+        pseudo = _data().get("pseudo_fields", {}).get(field)
+        if pseudo is not None and _within(self.tag, pseudo["since"], None):
+            for label in pseudo["labels"]:
+                if label == "window_size_in_ms":
+                    labels[label] = given.get(label, str(pseudo["default_window_ms"]))
+                elif label in given:
+                    labels[label] = given[label]
         if field == XID_FIELD and self.has_xid_err_labels:
             code = given.get("err_code", "0")
             attributes["err_code"] = code

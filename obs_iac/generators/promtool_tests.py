@@ -49,22 +49,29 @@ def _check(alert: AlertRule, case: AlertTestCase) -> dict[str, Any]:
     return {"eval_time": case.eval_time, "alertname": alert.alert, "exp_alerts": exp_alerts}
 
 
-def _tests(alert: AlertRule, cases: list[AlertTestCase]) -> list[dict[str, Any]]:
-    """One promtool test per distinct input: cases of one alert that share their series
-    differ only in when they look, and promtool checks any number of instants in one
-    simulated run (long time-slice timelines would otherwise be simulated twice)."""
-    runs: dict[tuple[str, tuple[tuple[str, str], ...]], list[AlertTestCase]] = {}
-    for case in cases:
-        runs.setdefault((case.interval, case.input_series), []).append(case)
-    return [
-        {
-            "name": f"{alert.alert}: {'; '.join(case.name for case in run)}",
-            "interval": interval,
-            "input_series": [{"series": s, "values": v} for s, v in series],
-            "alert_rule_test": [_check(alert, case) for case in run],
-        }
-        for (interval, series), run in runs.items()
-    ]
+def _tests(cases: list[tuple[AlertRule, AlertTestCase]]) -> list[dict[str, Any]]:
+    """One promtool test per distinct input: promtool evaluates every rule of the file at
+    every step of every test, so cases that share their series (of one alert or of
+    several, e.g. the tiers of one time-slice SLO) differ only in which alert they check
+    and when, and one simulated run checks any number of them."""
+    runs: dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[AlertRule, AlertTestCase]]]
+    runs = {}
+    for alert, case in cases:
+        runs.setdefault((case.interval, case.input_series), []).append((alert, case))
+    out = []
+    for (interval, series), run in runs.items():
+        names: dict[str, list[str]] = {}
+        for alert, case in run:
+            names.setdefault(alert.alert, []).append(case.name)
+        out.append(
+            {
+                "name": " | ".join(f"{a}: {'; '.join(n)}" for a, n in names.items()),
+                "interval": interval,
+                "input_series": [{"series": s, "values": v} for s, v in series],
+                "alert_rule_test": [_check(alert, case) for alert, case in run],
+            }
+        )
+    return out
 
 
 class PromtoolTestsGenerator(Generator):
@@ -75,20 +82,18 @@ class PromtoolTestsGenerator(Generator):
 
     def generate(self, plan: Plan, ctx: GeneratorContext) -> Iterator[Artifact]:
         for service, groups in sorted(groups_by_service(plan).items()):
-            by_step: dict[str | None, list[dict[str, Any]]] = {}
+            by_step: dict[str | None, list[tuple[AlertRule, AlertTestCase]]] = {}
             for group in groups:
                 for rule in group.rules:
                     if not isinstance(rule, AlertRule):
                         continue
-                    steps: dict[str | None, list[AlertTestCase]] = {}
                     for case in rule.tests:
                         step = case.evaluation_interval
                         if step == plan.evaluation_interval:
                             step = None
-                        steps.setdefault(step, []).append(case)
-                    for step, cases in steps.items():
-                        by_step.setdefault(step, []).extend(_tests(rule, cases))
-            for step, tests in sorted(by_step.items(), key=lambda item: item[0] or ""):
+                        by_step.setdefault(step, []).append((rule, case))
+            for step, cases in sorted(by_step.items(), key=lambda item: item[0] or ""):
+                tests = _tests(cases)
                 path = conventions.rule_test_file(service, step)
                 rules = posixpath.relpath(conventions.rule_file(service), posixpath.dirname(path))
                 body = {

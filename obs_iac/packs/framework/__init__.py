@@ -49,6 +49,8 @@ SECTION = "framework"
 EXTENSION = "framework/otel-wiring"
 LAYER = "framework"
 RATE = "5m"
+# `for` of NcclAllreduceP95Regression; its tests evaluate at steps dividing it.
+REGRESSION_FOR_MINUTES = 15
 
 # Inhibition: a broken or straggling collective explains slowness of its group.
 CAUSE_ALERTS = ("NcclCollectiveErrors", "TrainingStragglerRank")
@@ -520,45 +522,47 @@ class _Rules:
         straggler = fx.process(2)
         straggler_labels = _alert_test_labels(straggler.span_labels, rank_keys)
 
+        # Checks just past `for`: the 5m rates are settled from the first minutes (every
+        # series is steady from t=0), the GPU side is read one evaluation late (another
+        # group), then `for` (10m, 15m for the step time) and a minute of margin; a
+        # later check only costs evaluations of every rule of the file.
         cases_starving = [
             fx.case(
                 "data loader starving an idle GPU fires",
                 fx.starving(share_high=True, gpu_busy=False, gpu_process=proc0),
-                "25m",
+                "17m",
                 starving_labels,
             ),
             fx.case(
                 "same stall on a busy GPU does not fire",
                 fx.starving(share_high=True, gpu_busy=True, gpu_process=proc0),
-                "25m",
+                "17m",
             ),
             fx.case(
                 "idle GPU with another resource_gpu_id does not fire",
                 fx.starving(share_high=True, gpu_busy=False, gpu_process=other_gpu),
-                "25m",
+                "17m",
             ),
             fx.case(
                 "short data loading on an idle GPU does not fire",
                 fx.starving(share_high=False, gpu_busy=False, gpu_process=proc0),
-                "25m",
+                "17m",
             ),
         ]
         baseline = fx.offset_minutes(th.baseline_offset)
-        # A day-long baseline at 1m steps is 1,500 evaluations of every rule; 5m steps
-        # keep the same windows and `for` (multiples of 5m) at a fifth of the cost.
-        step = "5m" if baseline >= 360 else None
+        step, regression_at = fx.regression_timeline(baseline, REGRESSION_FOR_MINUTES)
         cases_regression = [
             fx.case(
                 f"all-reduce {fx.regression_factor():g} times slower than the baseline fires",
-                fx.allreduce_regression(baseline, slowdown=fx.regression_factor()),
-                f"{baseline + 60}m",
+                fx.allreduce_regression(baseline, fx.regression_factor(), regression_at),
+                f"{regression_at}m",
                 group_labels,
                 evaluation_interval=step,
             ),
             fx.case(
                 "steady all-reduce does not fire",
-                fx.allreduce_regression(baseline, slowdown=1.0),
-                f"{baseline + 60}m",
+                fx.allreduce_regression(baseline, 1.0, regression_at),
+                f"{regression_at}m",
                 evaluation_interval=step,
             ),
         ]
@@ -566,19 +570,19 @@ class _Rules:
             fx.case(
                 f"one rank computing {fx.straggler_factor():g} times its group median fires",
                 fx.straggler(slow=True),
-                "25m",
+                "17m",
                 straggler_labels,
             ),
-            fx.case("balanced ranks do not fire", fx.straggler(slow=False), "25m"),
+            fx.case("balanced ranks do not fire", fx.straggler(slow=False), "17m"),
         ]
         cases_budget = [
             fx.case(
                 "steps three times over budget fire",
                 fx.step_time(over=True),
-                "30m",
+                "22m",
                 group_labels,
             ),
-            fx.case("steps within budget do not fire", fx.step_time(over=False), "30m"),
+            fx.case("steps within budget do not fire", fx.step_time(over=False), "22m"),
         ]
         cases_errors = [
             fx.case(
@@ -612,7 +616,7 @@ class _Rules:
                 f"> {ratio:g} * ({FR.GROUP_ALLREDUCE_P95}{sel} offset {th.baseline_offset})\n"
                 f"and\n{FR.GROUP_ALLREDUCE_P95}{sel} > {th.allreduce_min_seconds:g}",
                 "warning",
-                "15m",
+                f"{REGRESSION_FOR_MINUTES}m",
                 f"All-reduce p95 of {group_where} regressed",
                 f"The p95 time of {fw.allreduce_stage} in {group_where} is more than "
                 f"{ratio:g} times what it was {th.baseline_offset} earlier. Compare NVLink "

@@ -173,20 +173,42 @@ class Fixtures:
     def regression_base(self) -> float:
         return max(0.1, 2 * self.fw.thresholds.allreduce_min_seconds)
 
-    def allreduce_regression(self, baseline_minutes: int, slowdown: float) -> Series:
-        """All-reduce at ``base`` seconds for a day (and a bit), then ``slowdown`` times
-        that. Every span lands exactly on a bucket bound, so p95 is 0.975 of it and the
-        regression ratio equals the slowdown."""
+    def allreduce_regression(self, baseline_minutes: int, slowdown: float, until: int) -> Series:
+        """All-reduce at ``base`` seconds for the baseline offset (and 10 minutes), then
+        ``slowdown`` times that through minute ``until``. Every span lands exactly on a
+        bucket bound, so p95 is 0.975 of it and the regression ratio equals the slowdown."""
         base = self.regression_base()
         factor = slowdown
         bounds = tuple(base * 2.0**k for k in range(-1, int(math.log2(factor)) + 2))
         proc = self.process(0)
+        calm = baseline_minutes + 10
         return self.span(
-            proc,
-            self.fw.allreduce_stage,
-            [(baseline_minutes + 10, base), (50, base * factor)],
-            bounds,
+            proc, self.fw.allreduce_stage, [(calm, base), (until - calm, base * factor)], bounds
         )
+
+    @staticmethod
+    def regression_timeline(baseline_minutes: int, for_minutes: int) -> tuple[str, int]:
+        """(evaluation step, minute of the check) for the regression cases.
+
+        The alert compares the recorded p95 now with the same record ``baseline`` earlier,
+        so the test must span the offset, but only the evaluations at the check, the
+        ``for`` before it and one offset earlier are read; the records in between are
+        not. Every rule reads the 1-minute raw spans through 5m rates, so a coarser step
+        gives the same values at its instants. The coarsest step that divides the offset
+        (the baseline record is then evaluated exactly one offset before each check)
+        and whose check still finds the baseline before the slowdown, which starts 10
+        minutes after the offset: a day-long baseline costs 26 evaluations, not 1,500.
+        """
+        calm = baseline_minutes + 10
+        for step in (60, 30, 15, 5, 1):
+            if baseline_minutes % step:
+                continue
+            # First evaluation whose 5m window is all slow spans, then `for` later.
+            active = -(-(calm + 5) // step) * step
+            check = active + -(-for_minutes // step) * step
+            if check - baseline_minutes <= calm:
+                return ("1h" if step == 60 else f"{step}m"), check
+        raise ValueError(f"no evaluation step for a {baseline_minutes}m baseline")
 
     def regression_factor(self) -> float:
         """A power of two (so spans sit on bucket bounds) at least twice the threshold."""
