@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from obs_iac.escaping import Template, template_text
+
 MANIFEST = ".obs-iac-manifest.json"
 JOURNAL = ".obs-iac-journal.json"
 # Where a render stages its files before the swap: one folder, obs-iac's alone (every
@@ -86,8 +88,10 @@ def rule_group(service: str, pack: str) -> str:
     return f"obs-iac.{service}.{pack}"
 
 
-def runbook_url(base: str, alert: str) -> str:
-    return f"{base}/{alert}"
+def runbook_url(base: str | Template, alert: str) -> str:
+    """The ``runbook_url`` annotation, as Go template source: a plain base URL is escaped
+    to render as itself (a ``{{`` in it is text, never an action)."""
+    return f"{template_text(base)}/{alert}"
 
 
 GRAFANA_PROVISIONING = "grafana/provisioning/dashboards.yaml"

@@ -34,6 +34,7 @@ from obs_iac.blueprint.locate import find_call, locate
 from obs_iac.blueprint.registry import Registration, collecting, stop_collecting
 from obs_iac.blueprint.suggest import blueprint_model_named, unknown_key_hint
 from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
+from obs_iac.escaping import UNION_TAGS
 
 if TYPE_CHECKING:
     from obs_iac.config import RepoConfig
@@ -111,7 +112,9 @@ def validation_diagnostics(
     call = find_call(tree, line) if tree is not None else None
     diags = []
     for err in exc.errors(include_url=False):
-        loc = tuple(err["loc"])
+        # A "text or Template" field names the union branch in the path; users wrote
+        # the field, not the branch.
+        loc = tuple(p for p in err["loc"] if p not in UNION_TAGS)
         field_line, column = (line, 0)
         if call is not None:
             field_line, column = locate(call, (*prefix, *loc) if prefix_in_call else loc)
