@@ -36,3 +36,21 @@ def _missing(message: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
+
+
+def tools_bin() -> str:
+    """Where `make tools` puts the programs built from tools/go/<name>/."""
+    root = os.environ.get("OBS_IAC_TOOLS_DIR") or os.path.expanduser("~/.cache/obs-iac/tools")
+    return os.path.join(root, "bin")
+
+
+def require_built_tool(name: str) -> str:
+    """A program built from ``tools/go/<name>/`` (by `make tools`, or ``go build -o
+    <tools dir>/bin/<name> ./tools/go/<name>``); fails under CI, skips elsewhere."""
+    path = os.path.join(tools_bin(), name)
+    if os.access(path, os.X_OK):
+        return path
+    message = f"{path} is missing: build tools/go/{name} (make tools)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)

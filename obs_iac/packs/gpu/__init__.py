@@ -23,6 +23,7 @@ from obs_iac.catalog import dcgm, exporter_shapes
 from obs_iac.config import version_tuple
 from obs_iac.conventions import Records
 from obs_iac.diagnostics import Diagnostic, InputError, Severity
+from obs_iac.escaping import template_text
 from obs_iac.labels import (
     GPU_ID,
     HOST,
@@ -33,7 +34,6 @@ from obs_iac.labels import (
     LabelNaming,
     is_classic_label_name,
     promql_string,
-    template_literal,
 )
 from obs_iac.plan.compile import ServiceBlueprint
 from obs_iac.plan.model import (
@@ -604,12 +604,10 @@ class GpuPack(Pack):
                 labels=dict(sorted(labels.items())),
                 annotations={
                     "description": description,
-                    # User text goes through template_literal: annotations are Go
+                    # User text goes through template_text: annotations are Go
                     # templates, and a stray "{{" must neither break nor change them.
-                    "runbook_url": template_literal(
-                        conventions.runbook_url(svc.runbook_base_url, name)
-                    ),
-                    "sla_objective": template_literal(svc.objective),
+                    "runbook_url": conventions.runbook_url(svc.runbook_base_url, name),
+                    "sla_objective": template_text(svc.objective),
                     "summary": summary,
                 },
                 tests=tuple(tests),
