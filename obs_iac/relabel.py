@@ -84,7 +84,11 @@ def apply(labels: Mapping[str, str], rules: Sequence[RelabelRule]) -> dict[str, 
             if match is None:
                 continue
             target = _expand(rule.target_label or "", match)
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", target):
+            # Any non-empty name: Prometheus 2.x refuses a non-classic target_label when
+            # it loads the config, and 3.x validates it under its UTF-8 name scheme
+            # (model/relabel/relabel.go @v3.14.0, relabel: IsValidLabelName(target)),
+            # so only an empty expansion is skipped at run time.
+            if not target:
                 continue
             result = _expand(
                 rule.replacement if rule.replacement is not None else DEFAULT_REPLACEMENT, match

@@ -227,3 +227,22 @@ def test_other_pseudo_fields_carry_their_own_labels_from_their_first_tag() -> No
     assert clock["window_size_in_ms"] == "300000"
     # The P2P collector arrived in 4.3.1-4.4.0: an older exporter has no such labels.
     assert shape("4.2.3-4.2.0").field_labels("DCGM_EXP_P2P_STATUS") == ()
+
+
+def test_exposition_echoes_the_collectors_csv_it_runs_with() -> None:
+    from pathlib import Path
+
+    from obs_iac.catalog.exporter_shapes import read_collectors_csv
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "generated/dcgm-exporter/recomm-v2/collectors.csv").read_text()
+    collectors = read_collectors_csv(text)
+    s = shape("4.5.3-4.8.2")
+    device = GpuDevice(gpu=0, uuid="GPU-a", model_name="A100", hostname="n1")
+    field = "DCGM_EXP_XID_ERRORS_COUNT"
+    out = render_exposition(s, [(field, s.series(field, device), 0)], collectors=collectors)
+    # obs-iac's CSV says gauge; the exporter's own default CSV comments it as counter.
+    assert f"# TYPE {field} gauge" in out
+    assert s.help_and_type(field)[1] == "counter"
+    with pytest.raises(ValueError, match="3 fields"):
+        read_collectors_csv("A, gauge, help, extra")

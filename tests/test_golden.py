@@ -94,6 +94,10 @@ def test_utf8_naming_quotes_canonical_keys() -> None:
     )
     targets = {r["target_label"] for r in relabel["metric_relabel_configs"]}
     assert {"resource.gpu.id", "host.name", "business.sla_id"} <= targets
+    # The GPU test inputs went through that relabelling, so they carry the dotted keys
+    # (Prometheus 3 writes UTF-8 target labels; a classic-only simulation dropped them).
+    tests = (GOLDEN / "utf8-naming/expected/prometheus/tests/llm-h100.test.yml").read_text()
+    assert '"resource.gpu.id"="nvidia0"' in tests and '"host.name"="gpu-node-1"' in tests
     # promtool 2.42 cannot load UTF-8 label names, so test_promtool.py skips this case.
 
 

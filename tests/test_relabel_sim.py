@@ -41,6 +41,12 @@ def test_replace_follows_go_expand_and_anchoring() -> None:
     assert (apply({"device": "a"}, (braces,)) or {})["g"] == "ax"
 
 
+def test_utf8_target_labels_are_written() -> None:
+    # naming = "utf8" (Prometheus 3): target_label "resource.gpu.id" is a valid name.
+    rule = RelabelRule(source_labels=("device",), regex="(nvidia[0-9]+)", target_label="a.b")
+    assert (apply({"device": "nvidia0"}, (rule,)) or {})["a.b"] == "nvidia0"
+
+
 def test_keep_drop_and_target_merge() -> None:
     keep = RelabelRule(source_labels=("job",), regex="dcgm", action="keep")
     assert apply({"job": "other"}, (keep,)) is None

@@ -224,6 +224,13 @@ class Service(BlueprintModel):
         default=(), description="Accepted risk flags of `obs-iac diff` for this change."
     )
 
+    @field_validator("objective")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the objective must say something (it is blank)")
+        return value
+
     @field_validator("runbook_base_url")
     @classmethod
     def _strip_slash(cls, value: str | Template) -> str | Template:

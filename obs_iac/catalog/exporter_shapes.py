@@ -162,14 +162,18 @@ class ExporterShape:
             out[name] = attributes[key]
         return out
 
-    def help_and_type(self, field: str) -> tuple[str, str]:
+    def help_and_type(
+        self, field: str, collectors: Mapping[str, tuple[str, str]] | None = None
+    ) -> tuple[str, str]:
         """``# HELP`` text and ``# TYPE`` of ``field`` as the exporter prints them.
 
-        The exporter echoes the collectors CSV it runs with; this is the row of its own
-        etc/default-counters.csv at this tag (a commented row for the DCGM_EXP_*
-        pseudo-fields), else the DCGM catalogue's help and type for a field that file
-        lacks (what obs-iac's generated CSV writes for it).
+        The exporter echoes the collectors CSV it runs with: ``collectors`` (from
+        read_collectors_csv) is that CSV when known. Otherwise this is the row of the
+        exporter's own etc/default-counters.csv at this tag (a commented row for the
+        DCGM_EXP_* pseudo-fields), else the DCGM catalogue's help and type.
         """
+        if collectors is not None and field in collectors:
+            return collectors[field]
         rows = _default_counters().get(field, ())
         for state in ("active", "commented"):
             for row in rows:
@@ -241,8 +245,27 @@ def _shape(tag: str) -> ExporterShape:
     )
 
 
+def read_collectors_csv(text: str) -> dict[str, tuple[str, str]]:
+    """field -> (help, type) of a collectors CSV, read as the exporter reads it: `#` in
+    the first column starts a comment, blank lines are skipped, each of the three fields
+    is trimmed of spaces (internal/pkg/counters/counter_config.go, encoding/csv with
+    Comment='#')."""
+    out: dict[str, tuple[str, str]] = {}
+    for record in csv.reader(
+        line for line in text.splitlines() if line.strip() and not line.startswith("#")
+    ):
+        if len(record) != 3:
+            raise ValueError(f"a collectors CSV record has 3 fields, not {len(record)}")
+        name, prom_type, help_text = (part.strip() for part in record)
+        out[name] = (help_text, prom_type)
+    return out
+
+
 def render_exposition(
-    shape: ExporterShape, samples: Iterable[tuple[str, Mapping[str, str], float]]
+    shape: ExporterShape,
+    samples: Iterable[tuple[str, Mapping[str, str], float]],
+    *,
+    collectors: Mapping[str, tuple[str, str]] | None = None,
 ) -> str:
     """Prometheus text exposition as the exporter writes it: per metric one HELP and one
     TYPE line, then its series in the order given, labels in the order of the mapping.
@@ -255,7 +278,7 @@ def render_exposition(
         groups.setdefault(name, []).append((labels, value))
     out: list[str] = []
     for name, rows in groups.items():
-        help_text, prom_type = shape.help_and_type(name)
+        help_text, prom_type = shape.help_and_type(name, collectors)
         out.append(f"# HELP {name} {help_text}\n# TYPE {name} {prom_type}\n")
         for labels, value in rows:
             inner = ",".join(f'{k}="{v}"' for k, v in labels.items())

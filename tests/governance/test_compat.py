@@ -231,9 +231,11 @@ def test_otlp_route_is_checked_against_the_declared_prometheus(
         )
     )
     blueprint = gitops / "blueprints" / "recomm_v2.py"
+    assert "    framework=Framework(" in blueprint.read_text()
     blueprint.write_text(
         blueprint.read_text().replace(
-            "framework={", 'components={"prometheus": "2.50.1"},\n    framework={'
+            "    framework=Framework(",
+            '    components={"prometheus": "2.50.1"},\n    framework=Framework(',
         )
     )
     result = run_cli(["check", "--format", "json"], gitops)
