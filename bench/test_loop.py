@@ -99,11 +99,12 @@ def measure_promtool(repeats: int) -> dict[str, Any]:
 def measure_suite() -> dict[str, Any]:
     env = {**os.environ, "CI": "true"}
     cmd = [sys.executable, "-m", "pytest", "-q", "-n", "auto"]
-    cmd += ["-p", "no:cacheprovider", "--durations=15"]
+    cmd += ["-p", "no:cacheprovider", "--durations=15", "-rfE", "--tb=line"]
     run = timed(cmd, REPO, env)
     tail = run["output"].strip().splitlines()
     summary = tail[-1] if tail else ""
     slowest = [line for line in tail if re.match(r"^\d+\.\d+s (call|setup|teardown) ", line)]
+    failures = [line for line in tail if line.startswith(("FAILED ", "ERROR "))]
     result = {
         "command": "make test (pytest -q -n auto), CI=true",
         "wall": run["wall"],
@@ -113,6 +114,7 @@ def measure_suite() -> dict[str, Any]:
         "returncode": run["returncode"],
         "summary": summary,
         "slowest": slowest[:15],
+        "failures": failures,
         "met": run["returncode"] == 0 and run["wall"] < SUITE_TARGET_SECONDS,
     }
     print(
