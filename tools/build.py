@@ -69,6 +69,8 @@ def load_units() -> list[Unit]:
     units: list[Unit] = []
     claimed: set[Path] = set()
     for name, table in pins.items():
+        if "dir" not in table:
+            continue  # [floor]: versions a program may require, not a module of ours
         unit_dir = (HERE / table["dir"]).resolve()
         claimed.add(unit_dir)
         units.append(
@@ -91,9 +93,7 @@ def load_units() -> list[Unit]:
             if sub.resolve() in claimed:
                 continue
             if (sub / "go.mod").is_file() and (sub / "main.go").is_file():
-                units.append(
-                    Unit(sub.name, sub.resolve(), (sub.name,), (".",), None, None, {})
-                )
+                units.append(Unit(sub.name, sub.resolve(), (sub.name,), (".",), None, None, {}))
     return units
 
 
@@ -138,11 +138,18 @@ def requires(unit_dir: Path) -> dict[str, str]:
     }
 
 
+def floor_modules() -> dict[str, str]:
+    pins = tomllib.loads(PINS.read_text(encoding="utf-8"))
+    return dict(pins.get("floor", {}).get("modules", {}))
+
+
 def check_pins(units: list[Unit]) -> None:
-    """Every go.mod under tools/ must require each pinned module at its pinned version."""
+    """Every go.mod under tools/ must require each pinned module at its pinned version
+    (a program of tools/go/ may instead require the floor's version, from [floor])."""
     pinned: dict[str, str] = {}
     for unit in units:
         pinned.update(unit.modules)
+    floor = floor_modules()
     errors: list[str] = []
     for unit in units:
         have = requires(unit.dir)
@@ -153,10 +160,11 @@ def check_pins(units: list[Unit]) -> None:
                     f"{have.get(module, '(nothing)')}, versions.toml pins {version}"
                 )
         for module, version in have.items():
-            if module in pinned and pinned[module] != version:
+            if module in pinned and version not in (pinned[module], floor.get(module)):
+                allowed = pinned[module] + (f" (floor: {floor[module]})" if module in floor else "")
                 errors.append(
                     f"{unit.dir.relative_to(HERE.parent)}/go.mod requires {module} "
-                    f"{version}, versions.toml pins {pinned[module]}"
+                    f"{version}, versions.toml pins {allowed}"
                 )
     if errors:
         sys.exit(
@@ -323,8 +331,9 @@ def update(units: list[Unit]) -> None:
     env["GOFLAGS"] = "-mod=mod"
     for unit in units:
         wanted = dict(unit.modules)
-        for module in requires(unit.dir):
-            if module in pinned:
+        floor = floor_modules()
+        for module, version in requires(unit.dir).items():
+            if module in pinned and version != floor.get(module):
                 wanted.setdefault(module, pinned[module])
         if wanted:
             args = [f"{m}@{v}" for m, v in sorted(wanted.items())]
