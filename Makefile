@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint golden clean venv preview tools
+.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint golden clean venv preview dist tools
 
 venv: $(STAMP)
 
@@ -23,9 +23,17 @@ render: $(STAMP)
 tools:
 	nice -n 10 $(PYTHON) tools/build.py
 
-# Dashboard layout previews (SVG + PNG via headless Chromium: apt-get install chromium).
+# Dashboard layout previews: SVG, and PNG when headless Chromium is installed
+# (apt-get install chromium); without it, SVG only, and it says so.
+PREVIEWS ?= docs/previews
 preview: $(STAMP)
-	$(BIN)/obs-iac preview --out docs/previews --png
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+	  || command -v google-chrome >/dev/null 2>&1; then \
+	  $(BIN)/obs-iac preview --out $(PREVIEWS) --png; \
+	else \
+	  echo "preview: Chromium not found, SVG only (apt-get install chromium for the PNGs)"; \
+	  $(BIN)/obs-iac preview --out $(PREVIEWS); \
+	fi
 
 check-render: $(STAMP)
 	$(BIN)/obs-iac render --check
@@ -63,6 +71,11 @@ bench: $(STAMP)
 # obs-iac lint against promtool check rules on the 1,000-service fleet's rule files.
 bench-lint: $(STAMP)
 	$(BIN)/python bench/lint_bench.py -n 1000
+
+# An sdist and a wheel built from it, into $(DIST) (no network: the venv has the backend).
+DIST ?= dist
+dist: $(STAMP)
+	$(BIN)/python -m build --no-isolation --outdir $(DIST) .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

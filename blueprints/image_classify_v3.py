@@ -3,7 +3,7 @@
 SLA: a training epoch completes within its budget so the daily model ships on time.
 """
 
-from obs_iac import GpuFleet, service
+from obs_iac import EdgeSpec, Framework, GpuFleet, Inhibitions, Logs, RateLimit, service
 from obs_iac.packs.slo import ErrorRatioSli, LatencySli, Series, Slo
 
 STEP_TIME = Series(
@@ -52,36 +52,36 @@ service(
         temperature_limit_celsius=87,
         extra_fields=("DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
     ),
-    inhibitions={
-        "add": [
-            {
-                "name": "nvlink-drop-mutes-util-low",
-                "reason": "A collective stalled on a degraded NVLink idles the GPUs waiting "
+    inhibitions=Inhibitions(
+        add=(
+            EdgeSpec(
+                name="nvlink-drop-mutes-util-low",
+                reason="A collective stalled on a degraded NVLink idles the GPUs waiting "
                 "on it; the utilisation warning is a symptom of the link.",
-                "source_alerts": ["GpuNvlinkThroughputDrop"],
-                "target_alerts": ["GpuUtilizationLow"],
-                "equal": ["business_sla_id", "host_name", "resource_gpu_id"],
-            }
-        ],
-    },
+                source_alerts=("GpuNvlinkThroughputDrop",),
+                target_alerts=("GpuUtilizationLow",),
+                equal=("business_sla_id", "host_name", "resource_gpu_id"),
+            ),
+        ),
+    ),
     # torchrun --tee 3 prefixes every line with "[default<local_rank>]:"; the eight local
     # ranks of a node share one container stream.
-    logs={
-        "runtime": "cri",
-        "format": "python-asctime",
-        "rank_prefix": "torchrun-tee",
-        "rate_limit": {"rate": 500, "burst": 2000},
-    },
+    logs=Logs(
+        runtime="cri",
+        format="python-asctime",
+        rank_prefix="torchrun-tee",
+        rate_limit=RateLimit(rate=500, burst=2000),
+    ),
     # The collector's prometheus exporter is scraped here, so resource attributes reach
     # Prometheus through resource_constant_labels instead of OTLP promotion.
-    framework={
-        "world_size": 128,
-        "ranks_per_node": 8,
-        "collector_version": "0.160.0",
-        "resource_attributes": "collector-exporter",
-        "collector_metrics_target": "otel-collector.vision.svc:8889",
-        "step_time_budget_seconds": 0.45,
-    },
+    framework=Framework(
+        world_size=128,
+        ranks_per_node=8,
+        collector_version="0.160.0",
+        resource_attributes="collector-exporter",
+        collector_metrics_target="otel-collector.vision.svc:8889",
+        step_time_budget_seconds=0.45,
+    ),
     slo=[
         Slo(
             name="step-latency",

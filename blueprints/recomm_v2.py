@@ -3,7 +3,7 @@
 SLA: the serving model is refreshed within 15 minutes of new training data landing.
 """
 
-from obs_iac import GpuFleet, service
+from obs_iac import DropRule, Framework, FrameworkThresholds, GpuFleet, Logs, service
 from obs_iac.packs.slo import FreshnessSli, LatencySli, Series, Slo
 
 # Series the serving stack exports; every one carries business_sla_id.
@@ -45,23 +45,23 @@ service(
     ),
     # containerd writes CRI lines; the trainer logs with asctime first, and PyTorch >= 2.3
     # prefixes uncaught tracebacks with "[rankN]: ", which keeps ranks apart.
-    logs={
-        "runtime": "cri",
-        "format": "python-asctime",
-        "rank_prefix": "pytorch-rank-prefix",
-        "extract": ("cuda-oom", "nccl-timeout", "xid", "python-exception"),
-        "drop": ({"expression": r"^\d{4}-\d{2}-\d{2}[ T][0-9:,.]+ DEBUG ", "reason": "debug"},),
-    },
+    logs=Logs(
+        runtime="cri",
+        format="python-asctime",
+        rank_prefix="pytorch-rank-prefix",
+        extract=("cuda-oom", "nccl-timeout", "xid", "python-exception"),
+        drop=(DropRule(expression=r"^\d{4}-\d{2}-\d{2}[ T][0-9:,.]+ DEBUG ", reason="debug"),),
+    ),
     # 64 ranks, 8 per A100 node; the source document's step stages as span names.
-    framework={
-        "world_size": 64,
-        "ranks_per_node": 8,
-        "stages": ["data_load", "forward", "backward", "allreduce", "optimizer"],
-        "collector_version": "0.160.0",
-        "resource_attributes": "prometheus-otlp",
-        "step_time_budget_seconds": 1.5,
-        "thresholds": {"data_load_share": 0.3, "straggler_ratio": 1.3},
-    },
+    framework=Framework(
+        world_size=64,
+        ranks_per_node=8,
+        stages=("data_load", "forward", "backward", "allreduce", "optimizer"),
+        collector_version="0.160.0",
+        resource_attributes="prometheus-otlp",
+        step_time_budget_seconds=1.5,
+        thresholds=FrameworkThresholds(data_load_share=0.3, straggler_ratio=1.3),
+    ),
     slo=[
         Slo(
             name="model-freshness",

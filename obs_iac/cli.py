@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -44,13 +46,15 @@ def guarded(func: F) -> F:
         ctx = click.get_current_context()
         obj = ctx.find_root().params
         debug = bool(obj.get("debug"))
-        root = Path(obj.get("root") or ".")
         fmt = kwargs.get("fmt", "text") or "text"
         from obs_iac.diagnostics import ObsIacError
 
         try:
             return func(*args, **kwargs)
+        except BrokenPipeError:
+            _pipe_closed()
         except ObsIacError as exc:
+            root = _found_root() or Path(".")
             _report(exc.diagnostics, fmt if fmt in ("json", "github") else "text", root)
             if debug and exc.__cause__ is not None:
                 traceback.print_exception(exc.__cause__)
@@ -71,6 +75,30 @@ def guarded(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+EXIT_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a process SIGPIPE ended
+
+
+def _pipe_closed() -> None:
+    """The reader went away (``obs-iac fields | head``): stop quietly, as git and coreutils
+    do. Later writes, and the flush at exit, go to /dev/null instead of raising again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout with no descriptor (captured in-process)
+        pass
+    finally:
+        os.close(devnull)
+    sys.exit(EXIT_PIPE)
+
+
+def _die_of_sigpipe() -> None:
+    """Ends the process by SIGPIPE itself, so a shell sees 141 and a parent process sees
+    the signal, exactly as for a C program; exit 141 if the signal cannot be raised."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
+    os._exit(EXIT_PIPE)
+
+
 def entry() -> None:
     """The console script: main(), then exit at once. A fleet render leaves millions of
     objects behind; tearing them down one by one at interpreter exit costs seconds and
@@ -85,27 +113,125 @@ def entry() -> None:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    except BrokenPipeError:  # a write outside a command (help, usage)
+        code = EXIT_PIPE
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the last buffered lines met the closed pipe
+        code = EXIT_PIPE
+    with contextlib.suppress(BrokenPipeError):
+        sys.stderr.flush()
+    if code == EXIT_PIPE:
+        _die_of_sigpipe()
     os._exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+_GLOBAL_VALUE_OPTIONS = ("--root",)
+_GLOBAL_FLAGS = ("--debug",)
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """Moves ``--root DIR`` (and ``--debug``) written after the subcommand in front of it:
+    they belong to the whole program, and users write them where they think of them
+    (``obs-iac render --root ../repo``). Nothing after ``--`` moves."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg in _GLOBAL_VALUE_OPTIONS and i + 1 < len(args):
+            front.extend(args[i : i + 2])
+            i += 2
+            continue
+        if arg.startswith(tuple(f"{o}=" for o in _GLOBAL_VALUE_OPTIONS)) or arg in _GLOBAL_FLAGS:
+            front.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
+class _Cli(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(list(args)))
+
+
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib import metadata
+
+    try:
+        version = metadata.version("obs-iac")
+    except metadata.PackageNotFoundError:
+        version = "unknown (not installed)"
+    click.echo(f"obs-iac {version}")
+    ctx.exit(0)
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="The GitOps repository (default: the current directory).",
+    help="The GitOps repository (default: the current folder if it has blueprints/, else "
+    "the nearest folder upwards with obs-iac.toml or a pyproject.toml with [tool.obs-iac], "
+    "like git). Accepted before or after the subcommand.",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal and plugin errors.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="Print the obs-iac version and exit.",
+)
 def main(root: Path | None, debug: bool) -> None:
     """obs-iac: compile service blueprints into DCGM, Prometheus, Alertmanager, Loki and
     Grafana configuration, lint it, and keep generated/ in sync."""
 
 
-def _root() -> Path:
-    value = click.get_current_context().find_root().params.get("root")
-    return Path(value) if value else Path(".")
+def _found_root() -> Path | None:
+    """--root, else the nearest repository at or above the current folder, else None."""
+    ctx = click.get_current_context().find_root()
+    value = ctx.params.get("root")
+    if value:
+        return Path(value)
+    if "found_root" not in ctx.meta:
+        from obs_iac.config import find_root
+
+        ctx.meta["found_root"] = find_root(Path.cwd())
+    found: Path | None = ctx.meta["found_root"]
+    return found
+
+
+def _root(required: bool = True) -> Path:
+    """The repository the command works on. Commands that can work without one (schema,
+    plugins, lint of given files) pass ``required=False`` and get the current folder."""
+    found = _found_root()
+    if found is not None:
+        return found
+    if not required:
+        return Path(".")
+    from obs_iac.diagnostics import Diagnostic, InputError, Severity
+
+    raise InputError(
+        [
+            Diagnostic(
+                "repo/not-found",
+                Severity.ERROR,
+                f"not in an obs-iac repository: no obs-iac.toml, and no pyproject.toml with "
+                f"[tool.obs-iac], in {Path.cwd()} or any folder above it, and no blueprints/ "
+                "folder here",
+                hint="cd into your GitOps repository, pass --root DIR, or create one with "
+                "`obs-iac init DIR`",
+            )
+        ]
+    )
 
 
 @main.command()
@@ -220,7 +346,7 @@ def schema(config: bool) -> None:
     from obs_iac.config import load_repo_config
     from obs_iac.plugins import discover
 
-    cfg, _ = load_repo_config(_root())
+    cfg, _ = load_repo_config(_root(required=False))
     plugins = discover(cfg)
     sections = {s: m for p in plugins.packs for s, m in p.obj.sections.items()}
     click.echo(json.dumps(service_schema(sections), indent=2, sort_keys=True))
@@ -234,7 +360,7 @@ def plugins(fmt: str) -> None:
     from obs_iac.config import load_repo_config
     from obs_iac.plugins import discover
 
-    cfg, _ = load_repo_config(_root())
+    cfg, _ = load_repo_config(_root(required=False))
     found = discover(cfg)
     rows = [
         {
@@ -317,18 +443,33 @@ def diff(base: str | None, fmt: str, exit_code: bool) -> None:
     type=click.Choice(["github", "gitlab", "none"]),
     default="github",
     show_default=True,
-    help="Which CI recipe to add.",
+    help="Which CI recipe to add (ci.sh is always written).",
+)
+@click.option(
+    "--from",
+    "source",
+    default=None,
+    metavar="WHEEL|PATH|GIT-URL",
+    help="Where the repository installs obs-iac from: a wheel (copied into vendor/), a "
+    "source folder, or git+https://...@TAG (default: where this obs-iac came from).",
 )
 @guarded
-def init(directory: Path, force: bool, ci: str) -> None:
-    """Scaffold a new GitOps repository in DIRECTORY (blueprints, config, Makefile, CI)."""
+def init(directory: Path, force: bool, ci: str, source: str | None) -> None:
+    """Scaffold a new GitOps repository in DIRECTORY (blueprints, settings, a Makefile
+    with its own venv, a pinned obs-iac, ci.sh and a CI recipe)."""
     from obs_iac.scaffold.gitops import scaffold_repo
+    from obs_iac.scaffold.source import from_option, running
 
-    written = scaffold_repo(directory, force=force, ci=ci)
+    resolved = from_option(source) if source is not None else running()
+    written = scaffold_repo(directory, force=force, ci=ci, source=resolved)
     click.echo(f"created {len(written)} files in {directory}:", err=True)
     for rel in written:
         click.echo(f"  {rel}", err=True)
-    click.echo("next: cd there, `make render`, commit blueprints/ and generated/", err=True)
+    click.echo(f"obs-iac from: {resolved.note}", err=True)
+    click.echo(
+        f"next: cd {directory} && make render && git init && git add -A && git commit",
+        err=True,
+    )
 
 
 @main.command()
@@ -362,25 +503,67 @@ def new(kind: str, name: str, parent: Path) -> None:
 @click.option("--png", is_flag=True, help="Also screenshot each SVG in headless Chromium.")
 @guarded
 def preview(out: Path, png: bool) -> None:
-    """Draw each generated dashboard's layout as SVG (and PNG), for review."""
-    from obs_iac.generators.grafana.preview import render_svg, size, svg_to_png
+    """Draw each generated dashboard's layout as SVG (and PNG), for review.
+
+    Every preview is drawn into a temporary folder first and moved into --out only when
+    all of them succeeded: a failed run leaves the previous previews as they were."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from obs_iac.diagnostics import Diagnostic, InputError, Severity
+    from obs_iac.generators.grafana.preview import chromium, render_svg, size, svg_to_png
     from obs_iac.lint.dashboard import dashboards
     from obs_iac.pipeline import open_workspace
     from obs_iac.pipeline import render as do_render
 
+    browser = chromium() if png else None
+    if png and browser is None:
+        raise InputError(
+            [
+                Diagnostic(
+                    "preview/no-chromium",
+                    Severity.ERROR,
+                    "--png needs headless Chromium, which is not installed (looked for "
+                    "chromium, chromium-browser and google-chrome on PATH)",
+                    hint="install it (Debian/Ubuntu: apt-get install chromium), or leave out "
+                    "--png for the SVG previews only",
+                )
+            ]
+        )
     ws = open_workspace(_root())
     result = do_render(ws)
     out.mkdir(parents=True, exist_ok=True)
-    count = 0
-    for art in dashboards(result.artifacts):
-        uid = str(art.data.get("uid"))
-        svg = out / f"{uid}.svg"
-        svg.write_text(render_svg(art.data), encoding="utf-8")
-        if png:
-            width, height = size(art.data)
-            svg_to_png(svg, out / f"{uid}.png", width, height)
-        count += 1
-    click.echo(f"wrote {count} dashboard previews to {out}/", err=True)
+    with tempfile.TemporaryDirectory(prefix=".preview-", dir=out) as tmp:
+        staged = Path(tmp)
+        names: list[str] = []
+        for art in dashboards(result.artifacts):
+            uid = str(art.data.get("uid"))
+            svg = staged / f"{uid}.svg"
+            svg.write_text(render_svg(art.data), encoding="utf-8")
+            names.append(svg.name)
+            if png:
+                width, height = size(art.data)
+                try:
+                    svg_to_png(svg, staged / f"{uid}.png", width, height, browser)
+                except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+                    raise InputError(
+                        [
+                            Diagnostic(
+                                "preview/chromium-failed",
+                                Severity.ERROR,
+                                f"Chromium could not screenshot {uid}: {exc}",
+                                hint=f"{out}/ is unchanged; run without --png for the SVGs, "
+                                "or check that Chromium starts headless here",
+                            )
+                        ]
+                    ) from None
+                names.append(f"{uid}.png")
+        for name in names:
+            shutil.move(staged / name, out / name)
+    count = sum(1 for n in names if n.endswith(".svg"))
+    what = "SVG and PNG" if png else "SVG"
+    click.echo(f"wrote {count} dashboard previews ({what}) to {out}/", err=True)
 
 
 @main.command()
@@ -551,7 +734,8 @@ def lint(
         day = dt.date.fromisoformat(today) if today else None
     except ValueError:
         raise click.BadParameter("expected YYYY-MM-DD", param_hint="--today") from None
-    result = run_lint(_root(), paths, day)
+    root = _root(required=not paths)
+    result = run_lint(root, paths, day)
     if fmt == "json" and not result.diagnostics:
         from obs_iac.diagnostics import format_json
 
@@ -559,7 +743,7 @@ def lint(
     shown = [
         d for d in result.diagnostics if show_info or fmt == "json" or d.severity > Severity.INFO
     ]
-    _report(shown, fmt, _root())
+    _report(shown, fmt, root)
     threshold = Severity.WARNING if fail_on == "warning" else Severity.ERROR
     if fmt == "text":
         errors = sum(1 for d in result.diagnostics if d.severity is Severity.ERROR)

@@ -75,6 +75,11 @@ class RepoConfig(Frozen):
     generators: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-generator settings, validated by each generator."
     )
+    lint: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='Per-lint-rule settings (`[tool.obs-iac.lint."<code>"]`), validated by '
+        "each rule.",
+    )
 
     @field_validator("blueprints", "output")
     @classmethod
@@ -103,6 +108,43 @@ def _toml_position(exc: tomllib.TOMLDecodeError) -> tuple[int | None, int | None
         if match:
             line, column = int(match.group(1)), int(match.group(2))
     return line, column
+
+
+def is_repo_root(folder: Path) -> str:
+    """The settings file that makes ``folder`` an obs-iac repository, or '' if none: a
+    top-level obs-iac.toml, or a pyproject.toml with a ``[tool.obs-iac]`` table."""
+    if (folder / "obs-iac.toml").is_file():
+        return "obs-iac.toml"
+    pyproject = folder / "pyproject.toml"
+    if not pyproject.is_file():
+        return ""
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        # A broken pyproject.toml that mentions the table is still this repository's:
+        # loading it then reports the syntax error with its position.
+        try:
+            return "pyproject.toml" if "[tool.obs-iac" in pyproject.read_text("utf-8") else ""
+        except (OSError, UnicodeDecodeError):
+            return ""
+    tool = data.get("tool")
+    return "pyproject.toml" if isinstance(tool, dict) and "obs-iac" in tool else ""
+
+
+def find_root(start: Path, here_with_blueprints: bool = True) -> Path | None:
+    """The nearest folder at or above ``start`` that is an obs-iac repository, as git
+    finds its work tree; None when there is none up to the file system's root.
+
+    ``start`` itself also counts when it holds a ``blueprints/`` folder: a repository
+    with default settings needs no settings file, and a folder of blueprints nested in
+    another repository (a test case, an example) is meant, not the repository around it."""
+    here = start.resolve()
+    if here_with_blueprints and (here / "blueprints").is_dir():
+        return here
+    for folder in (here, *here.parents):
+        if is_repo_root(folder):
+            return folder
+    return None
 
 
 def load_repo_config(root: Path) -> tuple[RepoConfig, str]:

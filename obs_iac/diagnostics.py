@@ -28,6 +28,9 @@ class ExitCode(enum.IntEnum):
     FINDINGS = 1
     BAD_INPUT = 2
     INTERNAL = 3
+    # `obs-iac lint`: a Prometheus of the declared version would refuse to load a file
+    # (syntax, structure, not YAML, not a rule file), told apart from findings (1).
+    REFUSED = 4
 
 
 @dataclass(frozen=True, slots=True)

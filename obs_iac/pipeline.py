@@ -19,7 +19,7 @@ from obs_iac import conventions
 from obs_iac.config import RepoConfig, load_repo_config
 from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, Severity
 from obs_iac.labels import LabelNaming
-from obs_iac.load import load_blueprints
+from obs_iac.load import load_blueprints, no_services
 from obs_iac.plan.compile import compile_plan
 from obs_iac.plan.model import Plan
 from obs_iac.plugins import (
@@ -69,17 +69,7 @@ def open_workspace(root: Path, config: RepoConfig | None = None) -> Workspace:
 def build_plan(ws: Workspace, plugins: PluginSet) -> Plan:
     loaded = load_blueprints(ws.root, ws.config.blueprints)
     if not loaded.registrations and not loaded.problems:
-        raise InputError(
-            [
-                Diagnostic(
-                    "blueprint/none",
-                    Severity.ERROR,
-                    f"no service is declared under {ws.config.blueprints}/",
-                    hint="add a blueprint file that calls obs_iac.service(...); see README",
-                    location=Location(ws.config.blueprints),
-                )
-            ]
-        )
+        raise no_services(ws.root, ws.config, ws.config_file, loaded)
     return compile_plan(loaded, plugins, ws.config)
 
 
@@ -166,7 +156,7 @@ def verify(
 
     findings: list[Diagnostic] = []
     for rule in plugins.lint_rules:
-        settings = plugin_settings(rule, ws.config.generators, "lint")
+        settings = plugin_settings(rule, ws.config.lint, "lint")
         ctx = LintContext(naming=ws.naming, repo=ws.config, settings=settings, inputs=inputs)
         try:
             findings.extend(rule.obj.check(plan, artifacts, ctx))

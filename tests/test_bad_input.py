@@ -97,7 +97,7 @@ def test_no_service_declared(run_cli: RunCli, gitops: Path) -> None:
         blueprint.unlink()
     result = run_cli(["render"], gitops)
     assert result.exit_code == 2
-    assert "error[blueprint/none]: no service is declared under blueprints/" in result.stderr
+    assert "error[blueprint/empty]: blueprints/ has no blueprint files" in result.stderr
     assert not (gitops / "generated").exists()
 
 

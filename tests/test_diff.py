@@ -218,8 +218,8 @@ def test_acknowledged_label_drop_is_a_warning(repo: Path, monkeypatch: pytest.Mo
     edit(
         repo,
         RECOMM,
-        "from obs_iac import GpuFleet, service",
-        "from obs_iac import Acknowledgement, GpuFleet, service",
+        "from obs_iac import ",
+        "from obs_iac import Acknowledgement, ",
     )
     edit(
         repo,
@@ -247,8 +247,8 @@ def test_label_spelling_change_is_a_format_change(repo: Path) -> None:
     edit(
         repo,
         "blueprints/image_classify_v3.py",
-        '"equal": ["business_sla_id", "host_name", "resource_gpu_id"]',
-        '"equal": ["business.sla_id", "host.name", "resource.gpu.id"]',
+        'equal=("business_sla_id", "host_name", "resource_gpu_id")',
+        'equal=("business.sla_id", "host.name", "resource.gpu.id")',
     )
     # The examples declare their SLO series' labels classically, as their repository
     # does; a real switch to UTF-8 redeclares them. Here the SLOs are left out.

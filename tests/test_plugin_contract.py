@@ -146,3 +146,53 @@ def test_disabled_plugin_is_left_out() -> None:
     config = RepoConfig.model_validate({"plugins": {"disable": ["promtool-tests"]}})
     result = render_blueprints(EXAMPLES, config=config)
     assert not any(path.startswith("prometheus/tests/") for path in result.files)
+
+
+CONFIGURED_RULE = """
+from pydantic import BaseModel, ConfigDict
+from obs_iac.diagnostics import Diagnostic, Severity
+from obs_iac.plugins import LintRule
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    max_groups: int = 100
+
+
+class GroupLimit(LintRule):
+    code = "demo/group-limit"
+    config_model = Limits
+    scope = "plan"
+
+    def check(self, plan, artifacts, ctx):
+        limit = ctx.settings.max_groups
+        if len(plan.rule_groups) > limit:
+            yield Diagnostic(self.code, Severity.ERROR, f"more than {limit} rule groups")
+"""
+
+
+@pytest.mark.parametrize(("table", "finding"), [("max_groups = 1", True), ("", False)])
+def test_lint_rule_settings_come_from_the_lint_table(
+    site: Path, repo: Path, table: str, finding: bool
+) -> None:
+    """`[tool.obs-iac.lint."<code>"]` reaches the rule (it used to read the generators'
+    table, while errors named the lint one)."""
+    fake_distribution(
+        site,
+        "configured-rule",
+        "obs_iac.lint_rules",
+        "demo/group-limit = configured_rule:GroupLimit",
+        CONFIGURED_RULE,
+    )
+    (repo / "pyproject.toml").write_text(
+        '[tool.obs-iac]\nblueprints = "blueprints"\noutput = "generated"\n'
+        + (f'[tool.obs-iac.lint."demo/group-limit"]\n{table}\n' if table else "")
+    )
+    result = CliRunner().invoke(main, ["--root", str(repo), "lint"])
+    assert ("more than 1 rule groups" in result.output) is finding, result.output
+    bad = repo / "pyproject.toml"
+    bad.write_text(bad.read_text().replace("max_groups = 1", "max_groups = 'many'"))
+    if finding:
+        result = CliRunner().invoke(main, ["--root", str(repo), "lint"])
+        assert result.exit_code == 2, result.output
+        assert "[tool.obs-iac.lint.demo/group-limit] max_groups" in result.output

@@ -237,7 +237,7 @@ class BadCases(Pack):
 class MangledBoards(Generator):
     """A service-scope generator of broken dashboards (one per service), for the
     dashboard/* rules: a bad uid, no title, duplicate panel ids, overlapping panels, an
-    unused and an undefined variable."""
+    unused and an undefined variable, a legend naming a label the series lacks."""
 
     name: ClassVar[str] = "scope-mangled-boards"
     scope: ClassVar[GeneratorScope] = "service"
@@ -247,7 +247,12 @@ class MangledBoards(Generator):
             prometheus = {"type": "prometheus", "uid": "prom"}
             undefined = {"expr": 'up{job="$undefined"}', "refId": "A"}
             # Collected by some bench services (gpu.extra_fields), not by others.
-            sm_clock = {"expr": "DCGM_FI_DEV_SM_CLOCK", "refId": "B"}
+            # ... with a legend naming a label it never has (dashboard/legend-labels).
+            sm_clock = {
+                "expr": "DCGM_FI_DEV_SM_CLOCK",
+                "refId": "B",
+                "legendFormat": "{{no_such_label}}",
+            }
             board = {
                 "uid": f"bad uid {svc.name}",
                 "title": "",
@@ -293,9 +298,9 @@ def bad_fleet(tmp_path_factory: pytest.TempPathFactory) -> ScopeFleet:
     (folder / "expired.py").write_text(expired)
     # Logs that lose the SLA stream label.
     recomm = (REPO / "blueprints" / "recomm_v2.py").read_text()
-    marker = '"rank_prefix": "pytorch-rank-prefix",'
+    marker = 'rank_prefix="pytorch-rank-prefix",'
     assert marker in recomm
-    dropped = recomm.replace(marker, marker + '\n        "drop_labels": ("business_sla_id",),')
+    dropped = recomm.replace(marker, marker + '\n        drop_labels=("business_sla_id",),')
     (folder / "recomm_v2.py").write_text(dropped)
     # Dotted label keys in an inhibit edge (inhibit/dotted-label), and a plain neighbour.
     dotted = ADD.format(src='"GpuTemperatureHigh"', sm="", eq='"host.name", "resource.gpu.id"')

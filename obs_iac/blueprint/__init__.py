@@ -7,6 +7,8 @@ from obs_iac.blueprint.models import (
     GpuFleet,
     Service,
     Suppression,
+    Waiver,
+    WorkloadKind,
     service_schema,
 )
 from obs_iac.blueprint.registry import Registration, service
@@ -19,6 +21,8 @@ __all__ = [
     "Registration",
     "Service",
     "Suppression",
+    "Waiver",
+    "WorkloadKind",
     "service",
     "service_schema",
 ]

@@ -7,9 +7,9 @@ internal IR), so the plan can change without breaking a single blueprint.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from obs_iac.labels import SLA_ID_PATTERN
 
@@ -27,7 +27,20 @@ GPU_FAMILIES = (
 
 
 class BlueprintModel(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    """Base of every model a blueprint writes: frozen, unknown keys rejected, and strict
+    types, so ``count="16"`` or ``profiling=1`` is an error rather than a silent coercion
+    (pydantic's lax mode turns ``"16"`` into 16 and ``True`` into 1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lists_as_tuples(cls, data: Any) -> Any:
+        # Strict mode accepts only tuples for tuple fields; a list is what users (and
+        # TOML) write, and it carries the same meaning, so it alone is converted.
+        if isinstance(data, dict) and any(isinstance(v, list) for v in data.values()):
+            return {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return data
 
 
 class GpuFleet(BlueprintModel):
@@ -117,6 +130,32 @@ class Suppression(BlueprintModel):
     )
 
 
+# What a service runs on its GPUs. It decides which conformance requirements and
+# maturity items apply (docs/governance.md, "Workload kinds"); inference packs (issue 21)
+# extend what each kind gets, never the names.
+WorkloadKind = Literal["training", "inference", "batch"]
+WORKLOAD_KINDS: tuple[WorkloadKind, ...] = ("training", "inference", "batch")
+# A conformance requirement: "<dimension>/<requirement>", or a whole dimension.
+CHECK_PATTERN = r"^[a-z]+(/[a-z0-9-]+)?$"
+
+
+class Waiver(BlueprintModel):
+    """Accepts one failing `obs-iac check` requirement for this service, with a reason and
+    an optional expiry, like a lint suppression."""
+
+    check: str = Field(
+        pattern=CHECK_PATTERN,
+        description="Requirement code, e.g. 'collection/otel-wiring', or a whole "
+        "dimension ('storage'); `obs-iac check --format json` shows each failure's code.",
+    )
+    reason: str = Field(min_length=3, description="Why the service may go without it.")
+    until: str | None = Field(
+        default=None,
+        pattern=r"^\d{4}-\d{2}-\d{2}$",
+        description="ISO date after which the waiver expires (the check fails again).",
+    )
+
+
 class Acknowledgement(BlueprintModel):
     """Accepts one risk flag of ``obs-iac diff`` (e.g. a dropped canonical label), with why."""
 
@@ -153,6 +192,15 @@ class Service(BlueprintModel):
         description="Base URL of the runbooks; alerts link to <base>/<AlertName>.",
     )
     gpu: GpuFleet = Field(description="The GPU fleet profile.")
+    workload: WorkloadKind = Field(
+        default="training",
+        description="What the service runs: training (distributed PyTorch/NCCL jobs; needs "
+        "a framework section), inference (model serving) or batch (offline jobs). Decides "
+        "which `obs-iac check` requirements and maturity items apply.",
+    )
+    waive: tuple[Waiver, ...] = Field(
+        default=(), description="Accepted `obs-iac check` failures for this service."
+    )
     suppress: tuple[Suppression, ...] = Field(
         default=(), description="Accepted lint findings for this service."
     )

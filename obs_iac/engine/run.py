@@ -49,7 +49,7 @@ from obs_iac.engine.keys import (
     shard_key,
 )
 from obs_iac.lint.suppress import apply_for as apply_suppressions
-from obs_iac.load import load_blueprints
+from obs_iac.load import load_blueprints, no_services
 from obs_iac.plan.compile import (
     ServiceBlueprint,
     assemble_plan,
@@ -480,22 +480,6 @@ def _raise(errors: list[tuple[str, Diagnostic, str]]) -> None:
     raise error
 
 
-def _no_services(blueprints: str) -> InputError:
-    from obs_iac.diagnostics import Location
-
-    return InputError(
-        [
-            Diagnostic(
-                "blueprint/none",
-                Severity.ERROR,
-                f"no service is declared under {blueprints}/",
-                hint="add a blueprint file that calls obs_iac.service(...); see README",
-                location=Location(blueprints),
-            )
-        ]
-    )
-
-
 def run(
     ws: Any,
     plugins: PluginSet | None = None,
@@ -528,7 +512,7 @@ def run(
         cache = Cache(cache_dir) if cache_dir is not None else None
         loaded = load_blueprints(ws.root, ws.config.blueprints, code_cache=cache)
         if not loaded.registrations and not loaded.problems:
-            raise _no_services(ws.config.blueprints)
+            raise no_services(ws.root, ws.config, ws.config_file, loaded)
         services = validate_services(loaded, plugins)
         repo = ws.config
         pack_ctx = pack_contexts(plugins, repo, ws.naming)
@@ -639,7 +623,7 @@ def _run_stages(
         "fleet": [],
     }
     for rule in plugins.lint_rules:
-        settings = plugin_settings(rule, repo.generators, "lint")
+        settings = plugin_settings(rule, repo.lint, "lint")
         lint_ctx = LintContext(naming=ws.naming, repo=repo, settings=settings, inputs=None)
         scope = _scope(rule)
         rules[scope if scope in rules else "fleet"].append((rule, lint_ctx))

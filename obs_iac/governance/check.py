@@ -3,6 +3,7 @@ matrix, judged from the plan, the rendered artifacts and the lint findings."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from obs_iac.governance import compat
 from obs_iac.governance.compat import CompatRow, Verdict
 from obs_iac.governance.pack import PACK, GovernanceSettings
 from obs_iac.governance.stack import stack
+from obs_iac.governance.workloads import apply_waivers, profile, signal_slos
 from obs_iac.labels import GPU_ID, KEYS_BY_NAME, SLA_ID, LabelNaming
 from obs_iac.packs.inhibit.analysis import AlertIndex
 from obs_iac.pipeline import Render, Workspace, open_workspace, render
@@ -25,12 +27,16 @@ DIMENSIONS = ("collection", "labels", "storage", "alerting", "compatibility")
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One service in one dimension: failures say what is wrong, evidence what was proved."""
+    """One service in one dimension: failures say what is wrong, evidence what was proved,
+    waived what failed but the blueprint accepts (``waive=``), with the reason."""
 
     service: str
     dimension: str
     failures: tuple[str, ...]
     evidence: tuple[str, ...]
+    waived: tuple[str, ...] = ()
+    # The requirement code of each failure, in order: what ``waive=`` names.
+    codes: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -46,6 +52,8 @@ class Governance:
     settings: GovernanceSettings
     matrix: tuple[CompatRow, ...]
     verdicts: dict[str, tuple[Verdict, ...]] = field(default_factory=dict)
+    # The date waivers expire against (injectable for tests).
+    today: dt.date = field(default_factory=dt.date.today)
 
     @property
     def plan(self) -> Plan:
@@ -65,7 +73,7 @@ class Governance:
         ]
 
 
-def load(root: Path) -> Governance:
+def load(root: Path, today: dt.date | None = None) -> Governance:
     ws = open_workspace(root)
     plugins = discover(ws.config)
     packs = [p for p in plugins.packs if p.name == PACK]
@@ -81,7 +89,7 @@ def load(root: Path) -> Governance:
         )
         for svc in result.plan.services
     }
-    return Governance(ws, result, settings, matrix, verdicts)
+    return Governance(ws, result, settings, matrix, verdicts, today or dt.date.today())
 
 
 # --- shared readings of the plan ---------------------------------------------------------
@@ -141,29 +149,72 @@ def matcher_hits(matcher: Matcher, value: str) -> bool:
 
 # --- the dimensions ------------------------------------------------------------------------
 
+Failures = list[tuple[str, str]]  # (requirement code, message)
+
+
+def _finish(
+    gov: Governance, svc: ServicePlan, dimension: str, failures: Failures, evidence: list[str]
+) -> Check:
+    """The check of one dimension, after the service's waivers."""
+    left, waived = apply_waivers(svc, failures, gov.today)
+    unique = list(dict.fromkeys(left))
+    return Check(
+        svc.name,
+        dimension,
+        tuple(m for _c, m in unique),
+        tuple(evidence),
+        tuple(waived),
+        tuple(c for c, _m in unique),
+    )
+
+
+def check_workload_signal(gov: Governance, svc: ServicePlan) -> tuple[Failures, list[str]]:
+    """The one signal that shows the service doing its job, by workload kind."""
+    prof = profile(svc)
+    wired = wiring(gov.plan, svc.name)
+    if prof.kind == "training":
+        if "framework" in svc.sections and wired is None:
+            return [
+                (
+                    prof.requirement,
+                    "framework section declared but no OpenTelemetry wiring in the plan",
+                )
+            ], []
+        if wired is None and gov.settings.require_otel:
+            return [(prof.requirement, prof.missing)], []
+        if wired is None:
+            return [], ["training without OpenTelemetry wiring: require_otel = false"]
+        return [], [f"training workload: OpenTelemetry wiring, connector {wired}"]
+    found = [str(s.get("name")) for s in signal_slos(svc)]
+    sections = [name for name in prof.signal_sections if name in svc.sections]
+    if not found and not sections:
+        return [(prof.requirement, prof.missing)], []
+    what = [f"SLO {n}" for n in found] + [f"section {n}" for n in sections]
+    note = [f"{prof.kind} workload: {', '.join(what)} ({'/'.join(prof.sli_kinds)} SLIs count)"]
+    if wired is not None:
+        note.append(f"OpenTelemetry wiring: connector {wired} (not required for {prof.kind})")
+    return [], note
+
 
 def check_collection(gov: Governance, svc: ServicePlan) -> Check:
     plan = gov.plan
-    failures: list[str] = []
+    failures: Failures = []
     evidence: list[str] = []
     cset = next((c for c in plan.collector_sets if c.service == svc.name), None)
     collected = {f.name for f in cset.fields} if cset else set()
     if cset is None:
-        failures.append("no DCGM collector set is declared for the service")
+        failures.append(
+            ("collection/dcgm-collectors", "no DCGM collector set is declared for the service")
+        )
     else:
         evidence.append(f"collector set: {len(collected)} DCGM fields")
     recorded = {r.record for g in plan.rule_groups for r in g.rules if isinstance(r, RecordingRule)}
     wired = wiring(plan, svc.name)
-    if "framework" in svc.sections and wired is None:
-        failures.append("framework section declared but no OpenTelemetry wiring in the plan")
-    elif wired is None and gov.settings.require_otel:
-        failures.append(
-            "no OpenTelemetry wiring is declared: add a framework={...} section (or set "
-            "require_otel = false in [tool.obs-iac.packs.governance] for GPU-only services)"
-        )
-    elif wired is not None:
-        evidence.append(f"OpenTelemetry wiring: connector {wired}")
+    signal_failures, signal_evidence = check_workload_signal(gov, svc)
+    failures += signal_failures
+    evidence += signal_evidence
     seen: set[str] = set()
+    produced = "collection/series-produced"
     for owner, datasource, expr in service_queries(plan, svc.name):
         if datasource != "prometheus":
             continue
@@ -173,22 +224,31 @@ def check_collection(gov: Governance, svc: ServicePlan) -> Check:
             spec = plan.metric(name)
             source = spec.source if spec else ("dcgm" if name.startswith("DCGM_") else None)
             if source is None:
-                failures.append(f"{owner} uses {name}, which no declared source produces")
+                failures.append(
+                    (produced, f"{owner} uses {name}, which no declared source produces")
+                )
             elif source == "dcgm" and name not in collected:
                 failures.append(
-                    f"{owner} uses DCGM metric {name}, which the collector set does not collect"
+                    (
+                        produced,
+                        f"{owner} uses DCGM metric {name}, which the collector set does not "
+                        "collect",
+                    )
                 )
             elif source == "recording" and name not in recorded:
-                failures.append(f"{owner} uses {name}, which no recording rule records")
+                failures.append((produced, f"{owner} uses {name}, which no recording rule records"))
             elif source == "spanmetrics" and wired is None:
                 failures.append(
-                    f"{owner} uses framework series {name}, but the service has no "
-                    "OpenTelemetry wiring"
+                    (
+                        produced,
+                        f"{owner} uses framework series {name}, but the service has no "
+                        "OpenTelemetry wiring",
+                    )
                 )
             else:
                 seen.add(name)
     evidence.append(f"{len(seen)} series used by rules and panels, each produced")
-    return Check(svc.name, "collection", tuple(failures), tuple(evidence))
+    return _finish(gov, svc, "collection", failures, evidence)
 
 
 # Realistic values of each native label, to see what relabelling turns them into.
@@ -216,10 +276,15 @@ def _relabel(rule: RelabelRule, values: dict[str, str]) -> str | None:
 def check_labels(gov: Governance, svc: ServicePlan) -> Check:
     plan, naming = gov.plan, gov.naming
     sla = naming.prom(SLA_ID)
-    failures: list[str] = []
+    failures: Failures = []
     evidence: list[str] = []
     if not KEYS_BY_NAME[SLA_ID].matches(svc.sla_id):
-        failures.append(f"sla_id {svc.sla_id!r} does not match the canonical value format")
+        failures.append(
+            (
+                "labels/sla-id-format",
+                f"sla_id {svc.sla_id!r} does not match the canonical value format",
+            )
+        )
     records = 0
     for group in plan.rule_groups:
         if group.service != svc.name:
@@ -228,7 +293,9 @@ def check_labels(gov: Governance, svc: ServicePlan) -> Check:
             if isinstance(rule, RecordingRule):
                 spec = plan.metric(rule.record)
                 if spec is not None and sla not in spec.labels:
-                    failures.append(f"recording rule {rule.record} leaves out {sla}")
+                    failures.append(
+                        ("labels/recording-rules", f"recording rule {rule.record} leaves out {sla}")
+                    )
                 else:
                     records += 1
     proven = flowed = 0
@@ -241,14 +308,20 @@ def check_labels(gov: Governance, svc: ServicePlan) -> Check:
                 key = policy.get(name)
                 if key is not None and not key.matches(value):
                     failures.append(
-                        f"alert {alert.alert}: test {case.name!r} has {name}={value!r}, "
-                        f"outside the value format {key.value_pattern}"
+                        (
+                            "labels/alert-labels",
+                            f"alert {alert.alert}: test {case.name!r} has {name}={value!r}, "
+                            f"outside the value format {key.value_pattern}",
+                        )
                     )
         firing = [t for t in alert.tests if t.expect_firing]
         wrong = [t.name for t in firing if t.exp_labels.get(sla) != svc.sla_id]
         if wrong:
             failures.append(
-                f"alert {alert.alert}: test {wrong[0]!r} fires without {sla}={svc.sla_id!r}"
+                (
+                    "labels/alert-labels",
+                    f"alert {alert.alert}: test {wrong[0]!r} fires without {sla}={svc.sla_id!r}",
+                )
             )
         elif firing:
             proven += 1
@@ -259,8 +332,11 @@ def check_labels(gov: Governance, svc: ServicePlan) -> Check:
             if info is None or not info.has_label(sla):
                 state = info.label_state(sla) if info else "unknown"
                 failures.append(
-                    f"alert {alert.alert}: no firing test proves {sla}, and its expression "
-                    + ("drops it" if state == "absent" else "is not known to keep it")
+                    (
+                        "labels/alert-labels",
+                        f"alert {alert.alert}: no firing test proves {sla}, and its expression "
+                        + ("drops it" if state == "absent" else "is not known to keep it"),
+                    )
                 )
             else:
                 flowed += 1
@@ -279,12 +355,20 @@ def check_labels(gov: Governance, svc: ServicePlan) -> Check:
                 hits = [m for m in sel.matchers.matchers if m.name == sla]
                 if not any(str(m.value) == svc.sla_id for m in hits):
                     failures.append(
-                        f"{owner}: selector of {promql.selector_metric(sel)} does not filter "
-                        f"on {sla}={svc.sla_id!r}"
+                        (
+                            "labels/query-filters",
+                            f"{owner}: selector of {promql.selector_metric(sel)} does not "
+                            f"filter on {sla}={svc.sla_id!r}",
+                        )
                     )
                     break
         elif not selector.search(expr):
-            failures.append(f"{owner}: LogQL selector does not filter on {sla}={svc.sla_id!r}")
+            failures.append(
+                (
+                    "labels/query-filters",
+                    f"{owner}: LogQL selector does not filter on {sla}={svc.sla_id!r}",
+                )
+            )
     evidence.append(f"{queries} panel and log-alert queries filter on {sla}")
     for rset in plan.relabel_sets:
         if rset.service != svc.name:
@@ -302,9 +386,12 @@ def check_labels(gov: Governance, svc: ServicePlan) -> Check:
                 out = _relabel(rel, values)
                 if out is not None and not key.matches(out):
                     failures.append(
-                        f"relabel {'+'.join(rel.source_labels)} -> {rel.target_label} turns "
-                        f"{next(iter(values.values()))!r} into {out!r}, outside the value "
-                        f"format {key.value_pattern} (e.g. {key.example!r})"
+                        (
+                            "labels/relabel-format",
+                            f"relabel {'+'.join(rel.source_labels)} -> {rel.target_label} "
+                            f"turns {next(iter(values.values()))!r} into {out!r}, outside the "
+                            f"value format {key.value_pattern} (e.g. {key.example!r})",
+                        )
                     )
                     break
             else:
@@ -313,24 +400,37 @@ def check_labels(gov: Governance, svc: ServicePlan) -> Check:
                         f"{rel.target_label} from {'+'.join(rel.source_labels)} keeps the "
                         f"format {key.value_pattern}"
                     )
-    return Check(svc.name, "labels", tuple(failures), tuple(evidence))
+    return _finish(gov, svc, "labels", failures, evidence)
 
 
 def check_storage(gov: Governance, svc: ServicePlan) -> Check:
     plan = gov.plan
     loki = LabelNaming.loki(SLA_ID)
     pipelines = [p for p in plan.log_pipelines if p.service == svc.name]
-    failures: list[str] = []
+    failures: Failures = []
     evidence: list[str] = []
     if not pipelines:
-        failures.append("no log pipeline: the service's logs are not partitioned by sla_id")
+        failures.append(
+            (
+                "storage/log-pipeline",
+                "no log pipeline: the service's logs are not partitioned by sla_id",
+            )
+        )
     for p in pipelines:
         if loki not in p.stream_labels:
-            failures.append(f"log pipeline ({p.pack}) streams lack the {loki} label")
+            failures.append(
+                (
+                    "storage/sla-stream-label",
+                    f"log pipeline ({p.pack}) streams lack the {loki} label",
+                )
+            )
         else:
             evidence.append(f"log pipeline ({p.pack}) stream labels: {', '.join(p.stream_labels)}")
-    failures.extend(f.message for f in gov.findings_for(svc.name, "logs/sla-stream-label"))
-    return Check(svc.name, "storage", tuple(dict.fromkeys(failures)), tuple(evidence))
+    failures.extend(
+        ("storage/sla-stream-label", f.message)
+        for f in gov.findings_for(svc.name, "logs/sla-stream-label")
+    )
+    return _finish(gov, svc, "storage", failures, evidence)
 
 
 def gpu_fault_edges(plan: Plan, svc: str) -> list[str]:
@@ -347,29 +447,34 @@ def gpu_fault_edges(plan: Plan, svc: str) -> list[str]:
 
 
 def check_alerting(gov: Governance, svc: ServicePlan) -> Check:
-    failures: list[str] = []
+    failures: Failures = []
     evidence: list[str] = []
     edges = gpu_fault_edges(gov.plan, svc.name)
     if not edges:
-        failures.append("no GPU fault inhibition matrix: no inhibit edge has a GPU alert as source")
+        failures.append(
+            (
+                "alerting/gpu-fault-matrix",
+                "no GPU fault inhibition matrix: no inhibit edge has a GPU alert as source",
+            )
+        )
     else:
         evidence.append(f"{len(edges)} GPU fault edges: {', '.join(edges)}")
     for finding in gov.findings_for(svc.name, "inhibit/"):
-        failures.append(f"{finding.code}: {finding.message}")
+        failures.append(("alerting/static-verification", f"{finding.code}: {finding.message}"))
     if edges and not failures:
         evidence.append("static verification (inhibit/* lint rules): no errors")
-    return Check(svc.name, "alerting", tuple(failures), tuple(evidence))
+    return _finish(gov, svc, "alerting", failures, evidence)
 
 
 def check_compatibility(gov: Governance, svc: ServicePlan) -> Check:
     verdicts = gov.verdicts.get(svc.name, ())
     failures = [
-        f"{v.row.location}: {v.row.describe()}: {v.detail}"
+        ("compatibility/matrix", f"{v.row.location}: {v.row.describe()}: {v.detail}")
         for v in verdicts
         if v.status == "violated"
     ]
     evidence = [f"{v.row.describe()}: {v.detail}" for v in verdicts if v.status == "ok"]
-    return Check(svc.name, "compatibility", tuple(failures), tuple(evidence))
+    return _finish(gov, svc, "compatibility", failures, evidence)
 
 
 CHECKS = {
@@ -410,7 +515,14 @@ def to_text(checks: Sequence[Check]) -> str:
     for c in failed:
         lines.append("")
         lines.append(f"{c.service} {c.dimension}: FAIL")
-        lines.extend(f"  - {reason}" for reason in c.failures)
+        lines.extend(
+            f"  - [{code}] {reason}" for code, reason in zip(c.codes, c.failures, strict=True)
+        )
+    for c in checks:
+        if c.waived:
+            lines.append("")
+            lines.append(f"{c.service} {c.dimension}: waived")
+            lines.extend(f"  - {reason}" for reason in c.waived)
     lines.append("")
     total = len(rows)
     bad = len({c.service for c in failed})
@@ -431,7 +543,14 @@ def to_markdown(checks: Sequence[Check]) -> str:
         if not c.passed:
             lines.append("")
             lines.append(f"**{c.service} / {c.dimension}**")
-            lines.extend(f"- {_md_escape(reason)}" for reason in c.failures)
+            lines.extend(
+                f"- `{code}` {_md_escape(reason)}"
+                for code, reason in zip(c.codes, c.failures, strict=True)
+            )
+        if c.waived:
+            lines.append("")
+            lines.append(f"**{c.service} / {c.dimension}** (waived)")
+            lines.extend(f"- {_md_escape(reason)}" for reason in c.waived)
     return "\n".join(lines) + "\n"
 
 
@@ -447,7 +566,9 @@ def to_json(checks: Sequence[Check]) -> dict[str, object]:
                 d: {
                     "passed": c.passed,
                     "failures": list(c.failures),
+                    "failure_codes": list(c.codes),
                     "evidence": list(c.evidence),
+                    "waived": list(c.waived),
                 }
                 for d, c in dims.items()
             }

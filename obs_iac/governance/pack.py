@@ -11,12 +11,15 @@ section is carried into it so `obs-iac check` can read the declared versions.
 
 from __future__ import annotations
 
+import difflib
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from obs_iac.blueprint.models import BlueprintModel
+from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.governance.compat import parse_version
+from obs_iac.governance.workloads import KNOWN_CHECKS
 from obs_iac.plan.compile import ServiceBlueprint
 from obs_iac.plugins import Contribution, Pack, PackContext
 
@@ -69,9 +72,9 @@ class GovernanceSettings(BaseModel):
     )
     require_otel: bool = Field(
         default=True,
-        description="`obs-iac check` collection: every service must declare OpenTelemetry "
-        "wiring (a framework section). Set false in repositories that also hold GPU-only "
-        "services without a training framework.",
+        description="`obs-iac check` collection: every training service must declare "
+        "OpenTelemetry wiring (a framework section). Prefer workload='inference'/'batch' "
+        "or a per-service waiver; false waives it for every training service.",
     )
 
 
@@ -84,4 +87,25 @@ class GovernancePack(Pack):
     )
 
     def expand(self, service: ServiceBlueprint, ctx: PackContext) -> Contribution:
-        return Contribution()
+        out = Contribution()
+        # A waiver is read by `obs-iac check`, but a misspelt one would silently waive
+        # nothing: it is checked here, where it can point at its line.
+        for index, waiver in enumerate(service.service.waive):
+            if waiver.check in KNOWN_CHECKS:
+                continue
+            close = difflib.get_close_matches(waiver.check, KNOWN_CHECKS, n=1, cutoff=0.5)
+            out.diagnostics.append(
+                Diagnostic(
+                    "governance/unknown-waiver",
+                    Severity.ERROR,
+                    f"waive[{index}].check: {waiver.check!r} is no requirement of obs-iac check",
+                    hint=(f"did you mean {close[0]!r}? " if close else "")
+                    + "requirements: "
+                    + ", ".join(c for c in KNOWN_CHECKS if "/" in c)
+                    + "; or a whole dimension",
+                    location=service.location("waive", index, "check"),
+                    object_path=(service.name, "waive", str(index)),
+                    origin=PACK,
+                )
+            )
+        return out

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from obs_iac.governance.check import Governance, service_alerts, wiring
+from obs_iac.governance.workloads import profile, signal_slos, sli_series
 from obs_iac.labels import CANONICAL_KEYS, GPU_ID, HOST, SLA_ID, LabelNaming
 from obs_iac.packs.inhibit.analysis import AlertIndex
 from obs_iac.plan.model import AlertRule, LogPipeline, RecordingRule, ServicePlan
@@ -109,7 +110,41 @@ def cov_gpu(gov: Governance, svc: ServicePlan) -> Item:
 FRAMEWORK_KEYS = (SLA_ID, HOST, GPU_ID, "framework.pytorch.rank", "nccl.group_id", "nccl.rank")
 
 
+# The keys that place a serving or batch signal on the GPUs it ran on.
+WORKLOAD_KEYS = (SLA_ID, HOST, GPU_ID)
+
+
+def cov_workload_signals(gov: Governance, svc: ServicePlan) -> Item:
+    """Inference and batch: the SLI series of the workload's own SLOs, with the keys
+    that join them to the GPU layer."""
+    prof = profile(svc)
+    naming = gov.naming
+    wanted = [naming.prom(k) for k in WORKLOAD_KEYS]
+    series = [x for slo in signal_slos(svc) for x in sli_series(slo)]
+    labels = {str(label) for x in series for label in x.get("labels", ())}
+    lines = [f"{prof.kind} workload; SLIs of kinds {', '.join(prof.sli_kinds)} count"]
+    if not series:
+        lines.append(f"no {'/'.join(prof.sli_kinds)} SLO: 0/{len(wanted)} keys -> score 1")
+        done = 0
+    else:
+        lines.append("series: " + ", ".join(sorted({str(x.get("name")) for x in series})))
+        done = sum(k in labels for k in wanted)
+        lines += [f"{k}: {'on the series' if k in labels else 'missing'}" for k in wanted]
+        lines.append(_share_line(done, len(wanted), "canonical keys on the workload's SLI series"))
+    return Item(
+        "coverage.framework",
+        "coverage",
+        prof.signals_title,
+        level(done / len(wanted)),
+        tuple(lines),
+        f"declare {prof.requirement.split('/', 1)[1].replace('-', ' ')} SLOs on series that "
+        f"carry {', '.join(wanted)}, so the {prof.kind} signal joins the GPU it ran on",
+    )
+
+
 def cov_framework(gov: Governance, svc: ServicePlan) -> Item:
+    if profile(svc).kind != "training":
+        return cov_workload_signals(gov, svc)
     connector = wiring(gov.plan, svc.name)
     item = next(
         (
@@ -215,11 +250,18 @@ def cov_business(gov: Governance, svc: ServicePlan) -> Item:
 
 
 def corr_join(gov: Governance, svc: ServicePlan) -> Item:
-    """Share of framework series joinable to GPU series on canonical labels."""
+    """Share of framework series (training) or of the workload's SLI series (inference,
+    batch) joinable to GPU series on canonical labels."""
     plan, naming = gov.plan, gov.naming
     keys = tuple(naming.prom(k) for k in (SLA_ID, HOST, GPU_ID))
-    groups = [g for g in plan.rule_groups if g.service == svc.name and g.pack == "framework"]
-    names = sorted({r.record for g in groups for r in g.rules if isinstance(r, RecordingRule)})
+    prof = profile(svc)
+    training = prof.kind == "training"
+    what = "framework series" if training else f"{prof.kind} SLI series"
+    if training:
+        groups = [g for g in plan.rule_groups if g.service == svc.name and g.pack == "framework"]
+        names = sorted({r.record for g in groups for r in g.rules if isinstance(r, RecordingRule)})
+    else:
+        names = sorted({str(x.get("name")) for o in signal_slos(svc) for x in sli_series(o)})
     gpu_groups = [g for g in plan.rule_groups if g.service == svc.name and g.pack == "gpu"]
     gpu_records = [r.record for g in gpu_groups for r in g.rules if isinstance(r, RecordingRule)]
     gpu_ok = any(
@@ -232,6 +274,9 @@ def corr_join(gov: Governance, svc: ServicePlan) -> Item:
     for name in names:
         spec = plan.metric(name)
         labels = set(spec.labels) if spec else set()
+        if not training:
+            declared = [x for o in signal_slos(svc) for x in sli_series(o) if x.get("name") == name]
+            labels |= {str(label) for x in declared for label in x.get("labels", ())}
         missing = [k for k in keys if k not in labels]
         ok = gpu_ok and not missing
         done += ok
@@ -239,16 +284,19 @@ def corr_join(gov: Governance, svc: ServicePlan) -> Item:
             f"{name}: " + ("joins on " + ", ".join(keys) if ok else "lacks " + ", ".join(missing))
         )
     if not names:
-        lines.append("no framework series")
-    lines.append(_share_line(done, len(names), "framework series joinable to GPU series"))
+        lines.append(f"no {what}")
+    lines.append(_share_line(done, len(names), f"{what} joinable to GPU series"))
     return Item(
         "correlation.join",
         "correlation",
-        "Framework series joinable to GPU series",
+        f"{what[0].upper()}{what[1:]} joinable to GPU series",
         level(done / len(names) if names else 0.0),
         tuple(lines),
         "keep host.name and resource.gpu.id on framework spans (framework section: "
-        "OBS_IAC_GPU_ID per process) so per-rank series join the GPU they ran on",
+        "OBS_IAC_GPU_ID per process) so per-rank series join the GPU they ran on"
+        if training
+        else f"label the {prof.kind} SLI series with host and GPU (e.g. relabel the "
+        "serving pod to its GPU) so they join the GPU they ran on",
     )
 
 
@@ -286,7 +334,8 @@ def corr_keys(gov: Governance, svc: ServicePlan) -> Item:
 
 
 def corr_dashboard(gov: Governance, svc: ServicePlan) -> Item:
-    layers = ("business", "framework", "hardware", "logs")
+    # A serving or batch service has no training-framework layer to drill through.
+    layers = profile(svc).layers
     rows = {r.layer: r for r in gov.plan.dashboard_rows if r.service == svc.name}
     lines = [
         f"{layer}: "

@@ -8,6 +8,7 @@ knowing the dashboard JSON layout.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -17,6 +18,8 @@ from obs_iac.generators.grafana.layout import GRID_COLUMNS, UID_PATTERN, GridPos
 from obs_iac.generators.grafana.queries import BUILTIN_VARIABLES, referenced_variables
 from obs_iac.plan.model import Plan
 from obs_iac.plugins import LintContext, LintRule, LintScope
+from obs_iac.promql import PromQLSyntaxError
+from obs_iac.promql.labelflow import MetricFacts, analyze
 from obs_iac.render.artifact import Artifact
 
 DASHBOARD_DIR = "grafana/dashboards/"
@@ -203,6 +206,51 @@ class DashboardGrid(_DashboardRule):
                             title,
                         )
                 placed.append((title, grid))
+            yield from self._gaps(art)
+
+    def _gaps(self, art: Artifact) -> Iterator[Diagnostic]:
+        """Within each row, the panels starting on one line fill the 24 columns and
+        share one height: no hole to the right of a line or under a short panel."""
+        row_title = "(top)"
+        lines: dict[tuple[str, int], list[tuple[str, GridPos]]] = {}
+        for panel in art.data.get("panels") or []:
+            raw = panel.get("gridPos") or {}
+            try:
+                grid = GridPos(int(raw["x"]), int(raw["y"]), int(raw["w"]), int(raw["h"]))
+            except (KeyError, TypeError, ValueError):
+                continue  # reported above
+            if panel.get("type") == "row":
+                row_title = str(panel.get("title", ""))
+                continue
+            lines.setdefault((row_title, grid.y), []).append((str(panel.get("title", "")), grid))
+        for (row, y), members in lines.items():
+            members.sort(key=lambda m: m[1].x)
+            x = 0
+            holes = []
+            for _title, grid in members:
+                if grid.x > x:
+                    holes.append(f"{x}-{grid.x - 1}")
+                x = max(x, grid.x + grid.w)
+            if x < GRID_COLUMNS:
+                holes.append(f"{x}-{GRID_COLUMNS - 1}")
+            heights = {g.h for _t, g in members}
+            if holes:
+                yield self._diag(
+                    art,
+                    f"row {row!r}: the line at y={y} leaves columns {', '.join(holes)} empty",
+                    "widen a panel of the line (dashboards.overrides.<key>.width) or move one "
+                    "up from the next line",
+                    row,
+                )
+            if len(heights) > 1:
+                yield self._diag(
+                    art,
+                    f"row {row!r}: the panels of the line at y={y} differ in height "
+                    f"({', '.join(str(h) for h in sorted(heights))}), leaving a hole under "
+                    "the shorter ones",
+                    "give the panels of one line one height",
+                    row,
+                )
 
 
 # Free text copied from blueprints (the SLA objective) lands in these keys; Grafana shows
@@ -258,8 +306,120 @@ class DashboardVariables(_DashboardRule):
                 )
 
 
+# A legend's label references: {{label}}, with optional spaces.
+LEGEND_REF = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_.]*)\s*\}\}")
+# Table fields that are not labels: the sample time, the metric name and the values.
+_TABLE_FIELDS = re.compile(r"^(Time|__name__|Value|Value #.+)$")
+
+
+class DashboardLegendLabels(_DashboardRule):
+    """A legend is filled from the series' labels; a label the series does not carry
+    becomes an empty string (the fleet's "GPU waste rate" legend once read "/"). The
+    label flow over the plan's catalogue says which labels each query's series have.
+
+    A table panel reads no legend: its columns are the series' labels and values, named
+    by an ``organize`` transformation; those names must be labels the series carry."""
+
+    code: ClassVar[str] = "dashboard/legend-labels"
+    scope: ClassVar[LintScope] = "service"  # per dashboard, with the fleet's catalogue
+    description: ClassVar[str] = (
+        "Every legend names labels its query's series carry (label flow); table panels "
+        "name columns with transformations, not legends."
+    )
+
+    def check(
+        self, plan: Plan, artifacts: tuple[Artifact, ...], ctx: LintContext
+    ) -> Iterable[Diagnostic]:
+        from obs_iac.lint.engine import planned_catalogue
+
+        boards = list(dashboards(artifacts))
+        if not boards:
+            return
+        catalogue, _names = planned_catalogue(plan, ctx.naming.strategy)
+        cache: dict[str, frozenset[str] | None] = {}
+        for art in boards:
+            for panel in all_panels(art.data):
+                yield from self._panel(art, panel, catalogue, cache)
+
+    def _panel(
+        self,
+        art: Artifact,
+        panel: dict[str, Any],
+        catalogue: dict[str, MetricFacts],
+        cache: dict[str, frozenset[str] | None],
+    ) -> Iterator[Diagnostic]:
+        title = str(panel.get("title", ""))
+        table = panel.get("type") == "table"
+        default = (panel.get("datasource") or {}).get("type", "")
+        columns: set[str] = set()
+        closed = True
+        for target in panel.get("targets") or []:
+            ds = (target.get("datasource") or {}).get("type", default)
+            if ds != "prometheus" or "expr" not in target:
+                continue
+            expr = str(target["expr"])
+            if expr not in cache:
+                try:
+                    cache[expr] = analyze(expr, catalogue).labels
+                except PromQLSyntaxError:
+                    cache[expr] = None
+            labels = cache[expr]
+            legend = str(target.get("legendFormat") or "")
+            ref = str(target.get("refId", ""))
+            if table:
+                if legend:
+                    yield self._diag(
+                        art,
+                        f"table panel {title!r}: query {ref} has the legend {legend!r}, which "
+                        "a table never shows",
+                        "name columns with an organize transformation (renameByName) and set "
+                        "units with field overrides",
+                        title,
+                    )
+                if labels is None:
+                    closed = False
+                else:
+                    columns |= labels
+                continue
+            if labels is None:
+                continue  # a series the catalogue does not know: any label may be there
+            missing = [n for n in LEGEND_REF.findall(legend) if n not in labels]
+            if missing:
+                yield self._diag(
+                    art,
+                    f"panel {title!r}: the legend {legend!r} of query {ref} names "
+                    f"{', '.join(missing)}, which the series of {expr!r} do not carry "
+                    f"(they have: {', '.join(sorted(labels)) or 'no labels'})",
+                    "Grafana fills a missing label with an empty string; name labels the "
+                    "query keeps (see the label flow of by/without/on), or a fixed text",
+                    title,
+                )
+        if table and closed:
+            yield from self._columns(art, panel, title, columns)
+
+    def _columns(
+        self, art: Artifact, panel: dict[str, Any], title: str, labels: set[str]
+    ) -> Iterator[Diagnostic]:
+        for step in panel.get("transformations") or []:
+            if step.get("id") != "organize":
+                continue
+            options = step.get("options") or {}
+            named = set(options.get("renameByName") or {}) | set(options.get("indexByName") or {})
+            for name in sorted(named):
+                if _TABLE_FIELDS.match(name) or name in labels:
+                    continue
+                yield self._diag(
+                    art,
+                    f"table panel {title!r}: the column {name!r} is no label of its "
+                    f"queries' series (they have: {', '.join(sorted(labels)) or 'no labels'})",
+                    "a column that is not there stays empty; rename a label the queries keep",
+                    title,
+                )
+
+
 __all__ = [
     "DashboardGrid",
+    "DashboardLegendLabels",
     "DashboardPanelIds",
     "DashboardQuery",
     "DashboardUid",

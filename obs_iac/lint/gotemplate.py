@@ -85,8 +85,12 @@ _TOKEN = re.compile(
     r"""|\$[A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*|(?:\.[A-Za-z0-9_]+)+|\.|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*"""
     r"""|[-+]?[0-9][0-9a-fA-FxXoObB_.eEpP+-]*|[^\s]"""
 )
-_LABEL_DOT = re.compile(r"\$labels\.([A-Za-z_][A-Za-z0-9_]*)")
-_LABEL_INDEX = re.compile(r"""index\s+\$labels\s+(?:"((?:[^"\\]|\\.)*)"|`([^`]*)`)""")
+# Prometheus binds `$labels` to `.Labels` of the alert's template data (prometheus/
+# prometheus rules/alerting.go, AlertingRule.Eval: defs `{{$labels := .Labels}}`), so
+# `.Labels.x` and `$.Labels.x` read the same label; a variable's `.Labels` does not.
+_LABELS = r"(?:\$labels|(?<![\w.)\]])\$?\.Labels)"
+_LABEL_DOT = re.compile(_LABELS + r"\.([A-Za-z_][A-Za-z0-9_]*)")
+_LABEL_INDEX = re.compile(r"index\s+" + _LABELS + r"""\s+(?:"((?:[^"\\]|\\.)*)"|`([^`]*)`)""")
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|`[^`]*`')

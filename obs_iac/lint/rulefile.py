@@ -10,6 +10,7 @@ The YAML is composed into nodes (libyaml) so every problem has a line and a colu
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,7 +180,11 @@ class RuleFile:
     format: str = "prometheus"  # prometheus | crd | mimir
     groups: list[ParsedGroup] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)  # findings (exit 1)
-    unreadable: list[Problem] = field(default_factory=list)  # bad input (exit 2)
+    unreadable: list[Problem] = field(default_factory=list)  # cannot be read as text (exit 2)
+    # Text that Prometheus would refuse as a whole (not YAML, not a rule file): exit 4.
+    refused: list[Problem] = field(default_factory=list)
+    notes: list[Problem] = field(default_factory=list)  # worth saying, never a failure
+    skipped_kinds: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def _merged(pairs: list[tuple[Node, Node]]) -> list[tuple[Node, Node]]:
@@ -432,27 +437,40 @@ def parse_rule_text(text: str, path: str, min_version: str = "2.42") -> RuleFile
         reason = exc.problem or str(exc)
         if exc.context:
             reason = f"{reason} ({exc.context})"
-        out.unreadable.append(Problem("input/yaml", f"not valid YAML: {reason}", line, col))
+        out.refused.append(Problem("input/yaml", f"not valid YAML: {reason}", line, col))
         return out
     except yaml.YAMLError as exc:
-        out.unreadable.append(Problem("input/yaml", f"not valid YAML: {exc}", 1, 1))
+        out.refused.append(Problem("input/yaml", f"not valid YAML: {exc}", 1, 1))
         return out
-    docs = [d for d in docs if d.kind != "null"]
+    docs = [d for d in docs if d.kind != "null" and not (d.kind == "map" and not d.value)]
     if not docs:
-        out.unreadable.append(
-            Problem(
-                "input/empty",
-                "the file is empty: no rule groups",
-                1,
-                1,
-                hint="a rule file needs a top-level `groups:` list",
-            )
-        )
+        # promtool check rules accepts an empty file, `null` and `{}` (0 rules found), and
+        # Prometheus loads it as nothing: say so, do not fail.
+        out.notes.append(Problem("input/empty", EMPTY_NOTE, 1, 1, hint=EMPTY_HINT))
         return out
     decoder = _Decoder(out, version)
     for doc in docs:
         _decode_document(doc, decoder, path, version)
+    if out.skipped_kinds and not out.groups and out.format == "prometheus":
+        kind, line, column = out.skipped_kinds[0]
+        close = difflib.get_close_matches(kind, RULE_KINDS, n=1, cutoff=0.6)
+        out.refused.append(
+            Problem(
+                "input/not-rule-file",
+                f"not a rule file: it holds Kubernetes objects of kind {kind or '(none)'!r}, "
+                "none a PrometheusRule",
+                line,
+                column,
+                hint=(f"did you mean kind: {close[0]}? " if close else "")
+                + "the Prometheus Operator only loads `kind: PrometheusRule`",
+            )
+        )
     return out
+
+
+EMPTY_NOTE = "the file holds no rule groups; Prometheus loads it and evaluates nothing"
+EMPTY_HINT = "a rule file lists its rules under a top-level `groups:`"
+RULE_KINDS = ("PrometheusRule",)
 
 
 def _decode_document(doc: Any, decoder: _Decoder, path: str, version: tuple[int, int]) -> None:
@@ -463,7 +481,9 @@ def _decode_document(doc: Any, decoder: _Decoder, path: str, version: tuple[int,
     if "kind" in top or "apiVersion" in top:
         kind = decoder.scalar(top["kind"][1], "string") if "kind" in top else ""
         if kind != "PrometheusRule":
-            return  # another Kubernetes object in a multi-document file
+            # Another Kubernetes object; fine beside a PrometheusRule, a mistake alone.
+            out.skipped_kinds.append((kind or "", *_pos(doc)))
+            return
         out.format = "crd"
         spec = top.get("spec")
         if spec is None:
@@ -491,10 +511,6 @@ def _decode_document(doc: Any, decoder: _Decoder, path: str, version: tuple[int,
     fields = decoder.mapping(doc, frozenset({"groups"}), "rulefmt.RuleGroups")
     if fields and "groups" in fields:
         decoder.groups(fields["groups"][1], "", _prom_group_keys(version))
-    elif fields is not None and not fields:
-        decoder.problem(
-            doc, "no `groups:` in this document", hint="a rule file starts with groups:"
-        )
 
 
 def read_rule_file(path: Path, display: str, min_version: str = "2.42") -> RuleFile:

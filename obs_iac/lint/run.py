@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from obs_iac.diagnostics import Diagnostic, ExitCode, Location, Severity
@@ -11,6 +11,17 @@ from obs_iac.lint.engine import LintInputs
 from obs_iac.lint.rulefile import RuleFile, read_rule_file
 
 RULE_SUFFIXES = (".yml", ".yaml")
+# Errors that mean Prometheus (promtool check rules, or the rule manager on reload) would
+# refuse the file as a whole, as opposed to a rule that loads but is wrong.
+REFUSED_CODES = frozenset(
+    {
+        "input/yaml",
+        "input/not-rule-file",
+        "rules/structure",
+        "rules/duplicate-group",
+        "promql/syntax",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +33,8 @@ class LintResult:
     def exit_code(self, fail_on: Severity) -> ExitCode:
         if self.unreadable:
             return ExitCode.BAD_INPUT
+        if any(d.severity is Severity.ERROR and d.code in REFUSED_CODES for d in self.diagnostics):
+            return ExitCode.REFUSED
         if any(d.severity >= fail_on for d in self.diagnostics):
             return ExitCode.FINDINGS
         return ExitCode.OK
@@ -65,17 +78,35 @@ def expand_paths(paths: tuple[Path, ...]) -> tuple[list[Path], list[Diagnostic]]
     return files, problems
 
 
+def _skip_foreign(rf: RuleFile) -> None:
+    """A folder of manifests holds more than rule files: one found by the walk that is
+    not a rule file is skipped with a note, not failed (named on the command line, it is
+    refused, as promtool refuses it)."""
+    foreign = [p for p in rf.refused if p.code == "input/not-rule-file"]
+    for p in foreign:
+        rf.refused.remove(p)
+        rf.notes.append(
+            replace(p, message=p.message.replace("not a rule file", "skipped, not a rule file"))
+        )
+
+
 def _input_diagnostics(rf: RuleFile) -> list[Diagnostic]:
+    channels = (
+        (rf.unreadable, Severity.ERROR),
+        (rf.refused, Severity.ERROR),
+        (rf.notes, Severity.INFO),
+    )
     return [
         Diagnostic(
             p.code,
-            Severity.ERROR,
+            severity,
             p.message,
             hint=p.hint,
             location=Location(rf.path, p.line, p.column),
             origin="obs-iac lint",
         )
-        for p in rf.unreadable
+        for problems, severity in channels
+        for p in problems
     ]
 
 
@@ -93,7 +124,11 @@ def run_lint(root: Path, paths: tuple[Path, ...], today: dt.date | None = None) 
         return LintResult(findings, False, len(plan.rule_groups))
     files, problems = expand_paths(paths)
     parsed = [read_rule_file(f, _display(f), ws.config.prometheus_min_version) for f in files]
-    for rf in parsed:
+    unreadable = bool(problems) or any(rf.unreadable for rf in parsed)
+    named = {f for f in paths if not f.is_dir()}
+    for path, rf in zip(files, parsed, strict=True):
+        if path not in named:
+            _skip_foreign(rf)
         problems.extend(_input_diagnostics(rf))
     metrics: tuple[MetricSpec, ...] = ()
     collectors: tuple[CollectorSet, ...] = ()
@@ -115,4 +150,4 @@ def run_lint(root: Path, paths: tuple[Path, ...], today: dt.date | None = None) 
     inputs = LintInputs(files=tuple(parsed), include_plan=False, today=today)
     findings = verify(ws, plan, (), plugins, inputs)
     everything = tuple(sorted([*problems, *findings], key=Diagnostic.sort_key))
-    return LintResult(everything, any(p.severity is Severity.ERROR for p in problems), len(files))
+    return LintResult(everything, unreadable, len(files))

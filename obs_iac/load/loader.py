@@ -17,13 +17,15 @@ from pathlib import Path
 from types import CodeType
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from obs_iac.blueprint.locate import find_call, locate
 from obs_iac.blueprint.registry import Registration, collecting, stop_collecting
-from obs_iac.diagnostics import Diagnostic, Location, Severity
+from obs_iac.blueprint.suggest import blueprint_model_named, unknown_key_hint
+from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
 
 if TYPE_CHECKING:
+    from obs_iac.config import RepoConfig
     from obs_iac.engine.cache import Cache
 
 
@@ -89,8 +91,12 @@ def validation_diagnostics(
     prefix: tuple[str | int, ...] = (),
     object_path: tuple[str, ...] = (),
     prefix_in_call: bool = False,
+    model: type[BaseModel] | None = None,
 ) -> list[Diagnostic]:
-    """One diagnostic per pydantic error, each pointing at the line that wrote the field."""
+    """One diagnostic per pydantic error, each pointing at the line that wrote the field.
+    ``model`` (the model validated, by default the one the error's title names) lets an
+    unknown key get a did-you-mean from the fields of the model it was written in."""
+    root = model if model is not None else blueprint_model_named(str(exc.title))
     call = find_call(tree, line) if tree is not None else None
     diags = []
     for err in exc.errors(include_url=False):
@@ -105,7 +111,7 @@ def validation_diagnostics(
                 code="blueprint/invalid",
                 severity=Severity.ERROR,
                 message=f"{path}: {_message(err)}",
-                hint=_hint(err),
+                hint=_hint(err, root),
                 location=Location(file, field_line, column or None),
                 object_path=object_path,
             )
@@ -129,10 +135,13 @@ def _message(err: Any) -> str:
     return text.removeprefix("Value error, ")
 
 
-def _hint(err: Any) -> str:
+def _hint(err: Any, root: type[BaseModel] | None = None) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
-        return "check the spelling; `obs-iac schema` lists every field and section"
+        known = unknown_key_hint(root, tuple(err["loc"]))
+        return (known + "; " if known else "check the spelling; ") + (
+            "`obs-iac schema` lists every field and section"
+        )
     if kind == "missing":
         return "add the field; `obs-iac schema` describes it"
     if kind.startswith(("int_", "float_", "bool_", "string_type", "tuple_", "list_")):
@@ -140,25 +149,54 @@ def _hint(err: Any) -> str:
     return "`obs-iac schema` describes every field, with its type and pattern"
 
 
-def _keyword_path(tree: ast.AST, line: int) -> tuple[str, ...]:
-    """The keywords leading to the model built on ``line``: a GpuFleet passed as
-    ``service(gpu=GpuFleet(...))`` reports its fields as ``gpu.<field>``."""
+def _keyword_path(tree: ast.AST, line: int) -> tuple[str | int, ...]:
+    """The keywords (and list positions) leading to the model built on ``line``: a
+    GpuFleet passed as ``service(gpu=GpuFleet(...))`` reports its fields as
+    ``gpu.<field>``, the first of ``slo=[Slo(...)]`` as ``slo.0.<field>``."""
     call = find_call(tree, line)
     if call is None:
         return ()
     parents: dict[ast.AST, ast.AST] = {
         child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
     }
-    path: list[str] = []
+    path: list[str | int] = []
     node: ast.AST = call
     while node in parents:
         parent = parents[node]
         if isinstance(parent, ast.keyword) and parent.arg is not None:
             path.append(parent.arg)
+        elif isinstance(parent, (ast.List, ast.Tuple)) and isinstance(node, ast.expr):
+            path.append(parent.elts.index(node))
         elif not isinstance(parent, ast.Call):
             break
         node = parent
-    return tuple(reversed(path))
+    # Positions without a keyword above them (a list assigned to a name) say nothing.
+    return tuple(reversed(path)) if any(isinstance(p, str) for p in path) else ()
+
+
+def _python_error_text(exc: BaseException) -> str:
+    """``Type: message`` as Python prints it, with its own "Did you mean" for a NameError
+    or AttributeError. Python 3.12+ puts the suggestion in the traceback module's
+    output; 3.10 and 3.11 add it only in the interpreter's own printer (PyErr_Display),
+    which writes to ``sys.stderr``: so that printer is asked, into a buffer."""
+    lines = traceback.format_exception_only(type(exc), exc)
+    text = "".join(lines).strip().splitlines()[-1] if lines else type(exc).__name__
+    if "Did you mean" in text or not isinstance(exc, (NameError, AttributeError, ImportError)):
+        return text
+    import io
+
+    buffer = io.StringIO()
+    saved = sys.stderr
+    try:
+        sys.stderr = buffer
+        sys.__excepthook__(type(exc), exc, exc.__traceback__)
+    except Exception:  # the plain text is still right, only less helpful
+        return text
+    finally:
+        sys.stderr = saved
+    printed = [line for line in buffer.getvalue().splitlines() if line.strip()]
+    last = printed[-1].strip() if printed else ""
+    return last if last.startswith(type(exc).__name__) and "Did you mean" in last else text
 
 
 def _user_frame_line(exc: BaseException, filename: str) -> int | None:
@@ -252,9 +290,14 @@ def load_blueprints(
                 Diagnostic(
                     "blueprint/error",
                     Severity.ERROR,
-                    f"the blueprint raised {type(exc).__name__}: {exc}",
-                    hint="a blueprint should only declare services; run it with "
-                    "`python -X dev` to debug",
+                    f"the blueprint raised {_python_error_text(exc)}",
+                    hint=(
+                        "check the spelling, or import the name (the blueprint API is "
+                        "`from obs_iac import ...`)"
+                        if isinstance(exc, NameError)
+                        else "a blueprint should only declare services; run it with "
+                        "`python -X dev` to debug"
+                    ),
                     location=Location(rel, _user_frame_line(exc, str(path))),
                 )
             )
@@ -265,3 +308,60 @@ def load_blueprints(
                 Registration(fields=reg.fields, file=rel, line=reg.line, column=reg.column)
             )
     return LoadedBlueprints(tuple(loaded), tuple(registrations), tuple(problems))
+
+
+def no_services(
+    root: Path, config: RepoConfig, config_file: str, loaded: LoadedBlueprints
+) -> InputError:
+    """Why no service was declared, with the next step: each way of getting here (no
+    folder, a setting naming a missing folder, an empty folder, files that never call
+    service()) has its own message."""
+    folder = config.blueprints
+    where = root.resolve()
+    if not (root / folder).is_dir():
+        default = type(config).model_fields["blueprints"].default
+        if "blueprints" in config.model_fields_set and folder != default:
+            section = "obs-iac.toml" if config_file == "obs-iac.toml" else "[tool.obs-iac]"
+            return _input_error(
+                "config/missing-folder",
+                f"{section} blueprints = {folder!r}: there is no folder {folder}/ in {where}",
+                f"fix the `blueprints` setting in {config_file or 'pyproject.toml'}, or create "
+                f"{folder}/ and add a blueprint that calls service(...)",
+                Location(config_file or "pyproject.toml"),
+            )
+        settings = (
+            ""
+            if config_file
+            else f"; {where} has no obs-iac settings either (obs-iac.toml, or [tool.obs-iac] "
+            "in pyproject.toml): is --root right?"
+        )
+        return _input_error(
+            "blueprint/no-folder",
+            f"there is no {folder}/ folder in {where}",
+            f"create {folder}/ with a file that calls obs_iac.service(...) (`obs-iac init DIR` "
+            "scaffolds a repository with an example), or point the `blueprints` setting of "
+            f"[tool.obs-iac] at your folder{settings}",
+            Location(folder),
+        )
+    if not loaded.files:
+        return _input_error(
+            "blueprint/empty",
+            f"{folder}/ has no blueprint files",
+            "add a Python file that calls obs_iac.service(...) (files and folders whose names "
+            "start with '_' or '.' are skipped); `obs-iac init DIR` writes an example",
+            Location(folder),
+        )
+    names = [f.path for f in loaded.files]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return _input_error(
+        "blueprint/none",
+        f"no service is declared under {folder}/: {shown} ran but never called service()",
+        "declare each service with `from obs_iac import service` and `service(name=..., "
+        "team=..., ...)`; `obs-iac schema` lists the fields. Helpers without a service go in "
+        "files whose names start with '_'",
+        Location(names[0]),
+    )
+
+
+def _input_error(code: str, message: str, hint: str, location: Location) -> InputError:
+    return InputError([Diagnostic(code, Severity.ERROR, message, hint=hint, location=location)])

@@ -144,7 +144,9 @@ def _validate_one(
         service = Service.model_validate(core)
     except ValidationError as exc:
         problems.extend(
-            validation_diagnostics(exc, reg.file, _tree(blueprint), reg.line, object_path=(name,))
+            validation_diagnostics(
+                exc, reg.file, _tree(blueprint), reg.line, object_path=(name,), model=Service
+            )
         )
         ok = False
     sections: dict[str, BaseModel] = {}
@@ -182,6 +184,7 @@ def _validate_one(
                     prefix=(key,),
                     prefix_in_call=True,
                     object_path=(name,),
+                    model=model,
                 )
             )
             ok = False
@@ -326,6 +329,8 @@ def service_plan(s: ServiceBlueprint) -> ServicePlan:
         sections={k: v.model_dump(mode="json") for k, v in sorted(s.sections.items())},
         suppressions=tuple(x.model_dump(mode="json") for x in s.service.suppress),
         acknowledgements=tuple(x.model_dump(mode="json") for x in s.service.acknowledge),
+        workload=s.service.workload,
+        waivers=tuple(x.model_dump(mode="json") for x in s.service.waive),
     )
 
 

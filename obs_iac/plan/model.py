@@ -10,7 +10,7 @@ import enum
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from obs_iac.labels import NamingStrategy
 
@@ -153,6 +153,25 @@ class PanelQuery(IR):
     ref_id: str = "A"
 
 
+class TableColumn(IR):
+    """One column of a table panel: a label of the queries' series, or the value of one
+    query (by ref id). The generator turns the columns into Grafana's own table
+    mechanics (instant table queries, merge and organize transformations, field
+    overrides with units), since a table panel ignores legends."""
+
+    title: str = Field(description="Column header.")
+    label: str | None = Field(default=None, description="A label of the series.")
+    ref_id: str | None = Field(default=None, description="The query whose value this is.")
+    unit: str | None = Field(default=None, description="Grafana unit id of a value column.")
+    decimals: int | None = Field(default=None, ge=0, le=10)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TableColumn:
+        if (self.label is None) == (self.ref_id is None):
+            raise ValueError("a table column is either a label or a query's value")
+        return self
+
+
 class Panel(IR):
     """A dashboard panel in abstract form; the dashboard generator lays it out."""
 
@@ -164,6 +183,9 @@ class Panel(IR):
     description: str = ""
     width: int = Field(default=12, ge=1, le=24)
     height: int = Field(default=8, ge=1, le=50)
+    columns: tuple[TableColumn, ...] = Field(
+        default=(), description="Table panels: the columns, in order; other fields are hidden."
+    )
 
 
 class DashboardRow(IR):
@@ -303,6 +325,8 @@ class ServicePlan(IR):
     sections: dict[str, Any] = Field(default_factory=dict)
     suppressions: tuple[dict[str, Any], ...] = ()
     acknowledgements: tuple[dict[str, Any], ...] = ()
+    workload: Literal["training", "inference", "batch"] = "training"
+    waivers: tuple[dict[str, Any], ...] = ()
 
 
 class Plan(IR):

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from obs_iac.promql import PromQLSyntaxError, children, parse
+from obs_iac.promql.tokens import diagnose, parser_compatible, version_problem
 
 # Every function Prometheus 2.42 knows (read off `promtool check rules` 2.42 itself).
 FUNCTIONS_2_42 = frozenset(
@@ -175,8 +176,18 @@ def syntax_error(expr: str, min_version: str = "2.42") -> str | None:
     try:
         tree = parse(expr)
     except PromQLSyntaxError as exc:
-        return str(exc)
+        try:
+            tree = parse(parser_compatible(expr))
+        except PromQLSyntaxError:
+            reason = str(exc)
+            if reason.strip() == "invalid promql query":
+                # promql-parser gives no position here; promtool would: find one.
+                return diagnose(expr) or reason
+            return reason
     version = _version(min_version)
+    problem = version_problem(expr, version)
+    if problem:
+        return problem
     stack = [tree]
     while stack:
         node = stack.pop()

@@ -14,7 +14,7 @@ notices is returned as plain facts; the lint rules decide what to report.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from obs_iac.promql import parse
@@ -44,6 +44,7 @@ SCALE_KEEPING = frozenset(
     }
 )
 SCALE_KEEPING_AGGREGATIONS = frozenset({"avg", "min", "max", "quantile", "topk", "bottomk"})
+MEASURE_KEEPING_AGGREGATIONS = SCALE_KEEPING_AGGREGATIONS | {"sum"}
 COMPARISONS = frozenset({"==", "!=", ">", "<", ">=", "<="})
 SET_OPS = frozenset({"and", "or", "unless"})
 ANY_VALUE_MATCHES_EMPTY = frozenset({"=~", "!~"})
@@ -68,6 +69,8 @@ class LabelRef:
     context: str  # matcher, by, without, on, ignoring, group_left, group_right, label_replace...
     available: frozenset[str]
     metric: str | None = None
+    # The series are open (no catalogue): only this label is known to be gone.
+    removed_from_open: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +101,21 @@ class ScaleMix:
 
 
 @dataclass(frozen=True, slots=True)
+class Measure:
+    """The physical unit a value was read in and the constant it was multiplied by since:
+    what a unit conversion (`* 1048576`, `/ 100`) did to it. Kept through sums, unlike
+    the scale (`unit`), since a sum of MiB is still MiB."""
+
+    unit: str
+    factor: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class RegexUse:
     label: str
     pattern: str
     context: str  # matcher or label_replace
+    op: str = "=~"
 
 
 @dataclass
@@ -109,6 +123,10 @@ class Analysis:
     """Everything one expression reveals, computed once per expression and catalogue."""
 
     labels: Labels = None
+    # Labels known to be absent from an open result (`without`, `ignoring`): what pint's
+    # checks find on series no catalogue describes.
+    removed: frozenset[str] = frozenset()
+    measure: Measure | None = None
     kind: str = "vector"  # vector, matrix, scalar, string
     type: str | None = None
     unit: str | None = None
@@ -129,6 +147,8 @@ class _Value:
     unit: str | None = None
     number: float | None = None
     metric: str | None = None
+    removed: frozenset[str] = frozenset()  # see Analysis.removed
+    measure: Measure | None = None  # see Analysis.measure
 
 
 def _op(value: Any) -> str:
@@ -185,19 +205,21 @@ class _Walker:
         for m in matchers:
             op = match_op(m)
             if op in ANY_VALUE_MATCHES_EMPTY:
-                self.out.regexes.append(RegexUse(m.name, str(m.value), "matcher"))
+                self.out.regexes.append(RegexUse(m.name, str(m.value), "matcher", op))
             if m.name == "__name__" or labels is None or m.name in labels:
                 continue
             if _matches_empty(op, str(m.value)) and op in ("=", "=~"):
                 continue  # selecting "label absent" is legitimate
             self.out.missing.append(LabelRef(m.name, "matcher", labels, name))
         guessed = "counter" if name and name.endswith("_total") else None
+        physical = facts.unit if facts else None
         return _Value(
             "vector",
             labels,
             facts.type if facts else guessed,
             facts.unit if facts else _guess_unit(name),
             metric=name,
+            measure=Measure(physical) if physical and physical != "none" else None,
         )
 
     # -- dispatch -----------------------------------------------------------------------
@@ -207,7 +229,7 @@ class _Walker:
             return self.selector(node)
         if kind == "MatrixSelector":
             inner = self.selector(node.vector_selector)
-            return _Value("matrix", inner.labels, inner.type, inner.unit, metric=inner.metric)
+            return replace(inner, kind="matrix")
         if kind == "NumberLiteral":
             return _Value("scalar", frozenset(), number=float(node.val))
         if kind == "StringLiteral":
@@ -217,10 +239,22 @@ class _Walker:
         if kind == "UnaryExpr":
             inner = self.eval(node.expr)
             number = -inner.number if inner.number is not None else None
-            return _Value(inner.kind, inner.labels, "gauge", inner.unit, number, inner.metric)
+            measure = (
+                replace(inner.measure, factor=-inner.measure.factor) if inner.measure else None
+            )
+            return _Value(
+                inner.kind,
+                inner.labels,
+                "gauge",
+                inner.unit,
+                number,
+                inner.metric,
+                inner.removed,
+                measure,
+            )
         if kind == "SubqueryExpr":
             inner = self.eval(node.expr)
-            return _Value("matrix", inner.labels, inner.type, inner.unit, metric=inner.metric)
+            return replace(inner, kind="matrix", number=None)
         if kind == "Call":
             return self.call(node)
         if kind == "AggregateExpr":
@@ -261,7 +295,7 @@ class _Walker:
         ):
             self.out.counter_misuse.append(CounterMisuse(fname, vec.metric, vec.type))
         if fname in ("label_replace", "label_join"):
-            strings = [getattr(a, "val", None) for a in raw[1:]]
+            strings = [_string_literal(a) for a in raw[1:]]
             dst = strings[0] if strings else None
             sources: list[str] = []
             if fname == "label_replace" and len(strings) >= 4:
@@ -274,9 +308,12 @@ class _Walker:
                 for src in sources:
                     if src not in labels and src != "__name__":
                         self.out.missing.append(LabelRef(src, fname, labels, vec.metric))
+            removed = vec.removed - {dst} if dst else vec.removed
             if dst:
                 labels = _union(labels, frozenset({dst}))
-            return _Value("vector", labels, vec.type, vec.unit, metric=vec.metric)
+            elif dst is None and strings:
+                labels, removed = None, frozenset()  # not a literal: any label may be there
+            return _Value("vector", labels, vec.type, vec.unit, metric=vec.metric, removed=removed)
         if fname in ("histogram_quantile", "histogram_fraction"):
             if labels is not None and "le" not in labels:
                 self.out.quantile_misuse.append(
@@ -295,7 +332,10 @@ class _Walker:
         kept_type = (
             vec.type if fname in ("label_replace", "label_join", "sort", "sort_desc") else None
         )
-        return _Value("vector", labels, kept_type or "gauge", unit)
+        measure = vec.measure if fname in SCALE_KEEPING else None
+        return _Value(
+            "vector", labels, kept_type or "gauge", unit, removed=vec.removed, measure=measure
+        )
 
     # -- aggregations -------------------------------------------------------------------
     def aggregate(self, node: Any) -> _Value:
@@ -312,17 +352,25 @@ class _Walker:
                 if label not in labels:
                     ctx = "without" if without else "by"
                     self.out.missing.append(LabelRef(label, ctx, labels, inner.metric))
+        removed: frozenset[str] = frozenset()
         if op in ("topk", "bottomk", "limitk", "limit_ratio"):
             out: Labels = labels
+            removed = inner.removed
         elif without:
             out = labels - set(grouping) if labels is not None else None
+            removed = inner.removed | set(grouping)
         else:
             out = frozenset(grouping)
         if op == "count_values" and node.param is not None:
-            out = _union(out, frozenset({str(node.param.val)}))
+            value_label = _string_literal(node.param)
+            # Prometheus accepts any string-typed parameter, `("v")` included.
+            out = _union(out, frozenset({value_label}) if value_label is not None else None)
         kind_type = "counter" if op == "sum" and inner.type == "counter" else "gauge"
         unit = inner.unit if op in SCALE_KEEPING_AGGREGATIONS else None
-        return _Value("vector", out, kind_type, unit, metric=inner.metric)
+        measure = inner.measure if op in MEASURE_KEEPING_AGGREGATIONS else None
+        return _Value(
+            "vector", out, kind_type, unit, metric=inner.metric, removed=removed, measure=measure
+        )
 
     # -- binary operations --------------------------------------------------------------
     def binary(self, node: Any) -> _Value:
@@ -334,8 +382,7 @@ class _Walker:
         scalar_l = lhs.kind == "scalar"
         scalar_r = rhs.kind == "scalar"
         if scalar_l and scalar_r:
-            number = None
-            return _Value("scalar", frozenset(), number=number)
+            return _Value("scalar", frozenset(), number=_fold(op, lhs.number, rhs.number))
         if scalar_l or scalar_r:
             vec = rhs if scalar_l else lhs
             unit = (
@@ -343,7 +390,15 @@ class _Walker:
             )
             if op in ("+", "-"):
                 unit = vec.unit
-            return _Value("vector", vec.labels, "gauge", unit, metric=vec.metric)
+            return _Value(
+                "vector",
+                vec.labels,
+                "gauge",
+                unit,
+                metric=vec.metric,
+                removed=vec.removed,
+                measure=_scaled(vec.measure, op, lhs if scalar_l else rhs, scalar_l),
+            )
         matching = mod.matching if mod is not None else None
         on = matching is not None and "Include" in str(matching.type)
         listed = list(matching.labels) if matching is not None else []
@@ -378,22 +433,30 @@ class _Walker:
         if op == "or":
             return _Value("vector", _union(lhs.labels, rhs.labels), "gauge")
         if op in ("and", "unless"):
-            return _Value("vector", lhs.labels, lhs.type, lhs.unit, metric=lhs.metric)
+            return replace(lhs, kind="vector", number=None)
         if "OneToMany" in card:
             base, extra = rhs, include
         else:
             base, extra = lhs, include if "ManyToOne" in card else []
         labels = base.labels
+        removed = base.removed
         if "OneToOne" in card and matching is not None:
             if on:
                 labels = frozenset(listed) if labels is None else labels & set(listed)
             elif labels is not None:
                 labels = labels - set(listed)
+            else:
+                # Prometheus drops ignoring() labels from one-to-one results (resultMetric).
+                removed = removed | set(listed)
         labels = _union(labels, frozenset(extra)) if extra else labels
+        removed = removed - set(extra)
         unit = (
             base.unit if op in COMPARISONS or (op in ("+", "-") and lhs.unit == rhs.unit) else None
         )
-        return _Value("vector", labels, "gauge", unit, metric=base.metric)
+        measure = base.measure if op in COMPARISONS or op in ("+", "-") else None
+        return _Value(
+            "vector", labels, "gauge", unit, metric=base.metric, removed=removed, measure=measure
+        )
 
     def _scale(self, op: str, lhs: _Value, rhs: _Value) -> None:
         if op not in COMPARISONS and op not in ("+", "-"):
@@ -412,6 +475,41 @@ class _Walker:
                 self.out.scale_mixes.append(ScaleMix(op, "percent", f"{value:g}"))
             elif vec.unit == "ratio" and value > 1:
                 self.out.scale_mixes.append(ScaleMix(op, "ratio", f"{value:g}"))
+
+
+def _scaled(measure: Measure | None, op: str, scalar: _Value, scalar_first: bool) -> Measure | None:
+    """The measure after `vector op number` (or `number op vector`)."""
+    if measure is None:
+        return None
+    if op in ("+", "-") or op in COMPARISONS:
+        return measure
+    if scalar.number is None or op not in ("*", "/") or (op == "/" and scalar_first):
+        return None
+    if op == "/" and scalar.number == 0:
+        return None
+    factor = scalar.number if op == "*" else 1 / scalar.number
+    return replace(measure, factor=measure.factor * factor)
+
+
+def _fold(op: str, a: float | None, b: float | None) -> float | None:
+    """`1024 * 1024`, `2 ^ 20`: constant arithmetic, so a factor written either way reads
+    the same."""
+    if a is None or b is None:
+        return None
+    try:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return a / b
+        if op == "^":
+            return float(a**b)
+    except (ArithmeticError, ValueError):
+        return None
+    return None
 
 
 def _is_one(lhs: _Value, rhs: _Value) -> bool:
@@ -439,8 +537,19 @@ def analyze(expr: str, catalogue: Mapping[str, MetricFacts]) -> Analysis:
     value = walker.eval(parse(expr))
     result = walker.out
     result.labels = value.labels
+    result.removed = value.removed if value.labels is None else frozenset()
+    result.measure = value.measure
     result.kind = value.kind
     result.type = value.type
     result.unit = value.unit
     result.metrics = tuple(sorted(walker.metrics))
     return result
+
+
+def _string_literal(node: Any) -> str | None:
+    """The value of a string literal, through any parentheses; None for anything else."""
+    while type(node).__name__ == "ParenExpr":
+        node = node.expr
+    if type(node).__name__ == "StringLiteral":
+        return str(node.val)
+    return None

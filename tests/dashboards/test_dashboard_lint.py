@@ -11,6 +11,7 @@ from obs_iac.diagnostics import Diagnostic
 from obs_iac.labels import LabelNaming
 from obs_iac.lint.dashboard import (
     DashboardGrid,
+    DashboardLegendLabels,
     DashboardPanelIds,
     DashboardUid,
     DashboardVariables,
@@ -21,7 +22,13 @@ from obs_iac.plugins import LintContext, LintRule, NoConfig, discover
 from obs_iac.render.artifact import Artifact
 from tests.dashboards.conftest import REPO
 
-RULES: list[type[LintRule]] = [DashboardUid, DashboardPanelIds, DashboardGrid, DashboardVariables]
+RULES: list[type[LintRule]] = [
+    DashboardUid,
+    DashboardPanelIds,
+    DashboardGrid,
+    DashboardVariables,
+    DashboardLegendLabels,
+]
 
 
 def run(rule: type[LintRule], rendered: Render, *arts: Artifact) -> list[Diagnostic]:
@@ -115,3 +122,68 @@ def test_query_hook_lists_every_query(rendered: Render) -> None:
 def test_docs_dir_has_no_orphan_pages() -> None:
     pages = {p.stem for p in (REPO / "docs" / "lint" / "dashboard").glob("*.md")}
     assert pages == {r.code.split("/")[1] for r in RULES}
+
+
+def _panel(board: dict[str, Any], title: str) -> dict[str, Any]:
+    return next(p for p in board["panels"] if p.get("title") == title)
+
+
+def test_a_gap_at_the_end_of_a_line_is_reported(rendered: Render, board: dict[str, Any]) -> None:
+    _panel(board, "GPU waste rate (idle share)")["gridPos"].update(w=10)
+    diags = run(DashboardGrid, rendered, board_art(board))
+    assert [d.message for d in diags] == [
+        "row 'Hardware (DCGM)': the line at y=51 leaves columns 22-23 empty"
+    ]
+
+
+def test_a_short_panel_beside_a_tall_one_is_reported(
+    rendered: Render, board: dict[str, Any]
+) -> None:
+    _panel(board, "GPU utilisation")["gridPos"].update(h=12)
+    diags = run(DashboardGrid, rendered, board_art(board))
+    assert any("differ in height (8, 12)" in d.message for d in diags)
+
+
+def test_legend_naming_a_label_the_series_lacks(rendered: Render, board: dict[str, Any]) -> None:
+    """The bug that made the per-SLA "GPU waste rate" legend read "/"."""
+    target = _panel(board, "GPU waste rate (idle share)")["targets"][0]
+    target["legendFormat"] = "{{host_name}}/{{resource_gpu_id}}"
+    (diag,) = run(DashboardLegendLabels, rendered, board_art(board))
+    assert diag.code == "dashboard/legend-labels"
+    assert "names host_name, resource_gpu_id" in diag.message
+    assert "(they have: business_sla_id)" in diag.message
+    assert diag.location is not None and diag.location.file == "blueprints/x.py"
+
+
+def test_legend_after_an_aggregation_follows_by(rendered: Render, board: dict[str, Any]) -> None:
+    panel = _panel(board, "Stage time p95 (slowest rank)")
+    assert run(DashboardLegendLabels, rendered, board_art(board)) == []
+    panel["targets"][0]["legendFormat"] = "{{span_name}} rank {{framework_pytorch_rank}}"
+    (diag,) = run(DashboardLegendLabels, rendered, board_art(board))
+    assert "names framework_pytorch_rank" in diag.message
+    assert "(they have: span_name)" in diag.message
+
+
+def test_legend_on_an_unknown_series_is_not_judged(rendered: Render, board: dict[str, Any]) -> None:
+    target = _panel(board, "GPU utilisation")["targets"][0]
+    target["expr"] = "some_hand_written_metric"
+    target["legendFormat"] = "{{anything}}"
+    assert run(DashboardLegendLabels, rendered, board_art(board)) == []
+
+
+def test_table_with_a_legend_or_a_column_that_is_not_there(
+    rendered: Render, boards: dict[str, dict]
+) -> None:
+    fleet = copy.deepcopy(boards["obs-iac-fleet-overview"])
+    assert run(DashboardLegendLabels, rendered, board_art(fleet)) == []
+    table = _panel(fleet, "SLO status per SLA")
+    table["targets"][0]["legendFormat"] = "Objective"
+    organize = table["transformations"][1]["options"]
+    organize["renameByName"]["cluster"] = "Cluster"
+    diags = run(DashboardLegendLabels, rendered, board_art(fleet))
+    assert [d.message for d in diags] == [
+        "table panel 'SLO status per SLA': query A has the legend 'Objective', which a "
+        "table never shows",
+        "table panel 'SLO status per SLA': the column 'cluster' is no label of its queries' "
+        "series (they have: business_sla_id, slo)",
+    ]

@@ -88,22 +88,29 @@ def test_committed_generated_tree_is_clean(run_cli: RunCli) -> None:
     ("name", "content", "code", "exit_code", "where"),
     [
         ("binary.yml", b"\x00\x01\x02groups", "input/binary", 2, ":1:1:"),
-        ("empty.yml", "", "input/empty", 2, ":1:1:"),
         ("latin1.yml", "groups: [] # caf\xe9\n".encode("latin-1"), "input/encoding", 2, ":1:"),
-        ("broken.yml", "groups:\n- name: g\n   rules: []\n", "input/yaml", 2, ":3:"),
-        ("prose.yml", "just some text\n", "rules/structure", 1, ":1:1:"),
+        # Text Prometheus would refuse as a whole: exit 4, apart from findings (1).
+        ("broken.yml", "groups:\n- name: g\n   rules: []\n", "input/yaml", 4, ":3:"),
+        ("prose.yml", "just some text\n", "rules/structure", 4, ":1:1:"),
+        (
+            "typo-kind.yml",
+            "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRules\nspec: {groups: []}\n",
+            "input/not-rule-file",
+            4,
+            ":1:1:",
+        ),
         (
             "unknown-key.yml",
             "groups:\n- name: g\n  rules:\n  - record: a:b:c\n    expr: up\n    labes: {}\n",
             "rules/structure",
-            1,
+            4,
             ":6:5:",
         ),
         (
             "bad-expr.yml",
             "groups:\n- name: g\n  rules:\n  - record: a:b:c\n    expr: sum(up\n",
             "promql/syntax",
-            1,
+            4,
             ":5:",
         ),
     ],
@@ -123,6 +130,32 @@ def test_bad_input_is_located_never_a_traceback(
     assert f"{name}{where}" in result.stderr and f"[{code}]" in result.stderr, result.stderr
     assert "Traceback" not in result.output
     assert path.exists()
+
+
+@pytest.mark.parametrize("content", ["", "null\n", "{}\n", "---\n---\n"])
+def test_empty_rule_file_is_what_promtool_says(
+    run_cli: RunCli, tmp_path: Path, content: str
+) -> None:
+    """promtool check rules accepts these (0 rules found); so does lint, with a note."""
+    path = write(tmp_path, "empty.yml", content)
+    result = run_cli(["lint", "--info", str(path)], tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "[input/empty]" in result.stderr
+
+
+def test_a_folder_walk_skips_manifests_that_are_not_rule_files(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """Named on the command line, a Deployment is refused (exit 4); found in a folder of
+    manifests beside a rule file, it is skipped with a note."""
+    write(tmp_path / "manifests", "deploy.yml", "apiVersion: apps/v1\nkind: Deployment\n")
+    write(tmp_path / "manifests", "rules.yml", WARNING_ONLY.replace("job_up_sum", "job:up:sum"))
+    walked = run_cli(["lint", "--info", str(tmp_path / "manifests")], tmp_path)
+    assert walked.exit_code == 0, walked.output
+    assert "skipped, not a rule file" in walked.stderr
+    named = run_cli(["lint", str(tmp_path / "manifests" / "deploy.yml")], tmp_path)
+    assert named.exit_code == 4, named.output
+    assert "[input/not-rule-file]" in named.stderr
 
 
 def test_oversized_file_is_refused(run_cli: RunCli, tmp_path: Path) -> None:

@@ -25,6 +25,9 @@ CATALOGUE = {
         ("sum(gpu_util)", set()),
         ("topk by (host) (1, gpu_util)", {"gpu", "host", "sla"}),
         ('count_values("v", gpu_util)', {"v"}),
+        # Parenthesised string parameters are valid PromQL (promtool 2.42 accepts both).
+        ('count_values(("v"), gpu_util)', {"v"}),
+        ('label_replace(gpu_util, ("dst"), "$1", ("gpu"), "(.*)")', {"gpu", "host", "sla", "dst"}),
         ("gpu_util * on (host) group_left (kernel) node_info", {"gpu", "host", "sla", "kernel"}),
         ("node_info * on (host) group_right (kernel) gpu_util", {"gpu", "host", "sla", "kernel"}),
         ("gpu_util > on (host, gpu, sla) gpu_util", {"gpu", "host", "sla"}),
@@ -117,3 +120,44 @@ def test_only_bounded_ratios_get_threshold_checks() -> None:
     assert _record_unit("rank:step_seconds:ratio_to_group_median5m", "ratio") == "relative"
     assert _record_unit("group:skew:max_over_median5m", "ratio") == "relative"
     assert _record_unit("gpu:util:percent", None) == "percent"
+
+
+TEMPLATE_ON_AGGREGATED_LABEL = """\
+groups:
+- name: g
+  rules:
+  - alert: TemplateReadsAggregatedLabel
+    expr: sum by (job) (up) == 0
+    annotations:
+      summary: "{{ $labels.instance }} is down"
+"""
+
+
+def test_a_template_on_a_missing_label_renders_empty(tmp_path: Path) -> None:
+    """The alert still fires; only the text is empty: a warning that says so, not the
+    error "can never fire" (244 such false errors on public rule files, issue 20)."""
+    from obs_iac.lint.run import run_lint
+
+    path = tmp_path / "r.yml"
+    path.write_text(TEMPLATE_ON_AGGREGATED_LABEL)
+    (finding,) = [
+        d for d in run_lint(tmp_path, (path,)).diagnostics if d.code == "promql/label-flow"
+    ]
+    assert finding.severity.label == "warning"
+    assert "renders empty" in finding.message and "never fire" not in finding.message
+
+
+@pytest.mark.parametrize(
+    ("expr", "severity", "says"),
+    [
+        ('gpu_util{kernel="5"}', "error", "can never fire"),
+        ("sum by (kernel) (gpu_util)", "warning", "grouping has no effect"),
+        ("gpu_util * on (kernel) node_info", "warning", "empty value"),
+    ],
+)
+def test_consequence_per_context(expr: str, severity: str, says: str) -> None:
+    from obs_iac.lint.checks.promql import ref_consequence
+
+    (ref, *_) = analyze(expr, CATALOGUE).missing
+    level, text = ref_consequence(ref, "alert")
+    assert (level.label, says in text) == (severity, True), text

@@ -29,9 +29,9 @@ def test_good_the_examples_keep_the_sla_label(rendered: Render) -> None:
 def test_bad_a_blueprint_that_drops_the_sla_label(tmp_path: Path) -> None:
     (tmp_path / "blueprints").mkdir()
     source = (ROOT / "blueprints" / "recomm_v2.py").read_text()
-    marker = '"rank_prefix": "pytorch-rank-prefix",'
+    marker = 'rank_prefix="pytorch-rank-prefix",'
     assert marker in source
-    bad = source.replace(marker, marker + '\n        "drop_labels": ("business_sla_id",),')
+    bad = source.replace(marker, marker + '\n        drop_labels=("business_sla_id",),')
     (tmp_path / "blueprints" / "recomm_v2.py").write_text(bad)
     result = render(open_workspace(tmp_path))
     found = [d for d in result.findings if d.code == CODE]

@@ -28,10 +28,15 @@ from obs_iac.generators.grafana.layout import (
     place,
     stable_uid,
 )
-from obs_iac.generators.grafana.queries import VariableNames, parametrise, used_variables
+from obs_iac.generators.grafana.queries import (
+    VariableNames,
+    parametrise,
+    result_labels,
+    used_variables,
+)
 from obs_iac.labels import GPU_ID, PYTORCH_RANK, SLA_ID, LabelNaming
 from obs_iac.plan import views
-from obs_iac.plan.model import DashboardRow, Panel, PanelQuery, Plan, ServicePlan
+from obs_iac.plan.model import DashboardRow, Panel, PanelQuery, Plan, ServicePlan, TableColumn
 from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.promql import PromQLSyntaxError, parse
 from obs_iac.render.artifact import Artifact
@@ -195,13 +200,69 @@ _MODERN_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
+def value_field(panel: Panel, ref_id: str) -> str:
+    """The name Grafana gives a query's value in a table: ``Value`` for one query,
+    ``Value #<refId>`` when the panel has several (Grafana's Prometheus datasource,
+    result_transformer.ts: ``transformDFToTable`` names the value field with
+    ``getValueText``); the ``merge`` transformation keeps field names as they are."""
+    return f"Value #{ref_id}" if len(panel.queries) > 1 else "Value"
+
+
+# Fields an instant table query returns besides the labels and the value.
+TABLE_HIDDEN = ("Time", "__name__")
+
+
+def table_config(
+    panel: Panel, labels: Sequence[frozenset[str] | None]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(transformations, field overrides) that give a table panel its columns: merge the
+    queries' frames on their labels, then organize (hide what is not a column, order,
+    rename), and set each value column's unit by its new name (overrides apply after
+    the transformations)."""
+    source = {
+        id(c): (c.label if c.label is not None else value_field(panel, str(c.ref_id)))
+        for c in panel.columns
+    }
+    exclude: dict[str, bool] = dict.fromkeys(TABLE_HIDDEN, True)
+    shown = {c.label for c in panel.columns if c.label is not None}
+    known: set[str] = set()
+    for item in labels:
+        known |= item or set()
+    for label in sorted(known - shown):
+        exclude[label] = True
+    for query in panel.queries:
+        if not any(c.ref_id == query.ref_id for c in panel.columns):
+            exclude[value_field(panel, query.ref_id)] = True
+    organize = {
+        "excludeByName": exclude,
+        "indexByName": {source[id(c)]: i for i, c in enumerate(panel.columns)},
+        "renameByName": {source[id(c)]: c.title for c in panel.columns},
+    }
+    transformations: list[dict[str, Any]] = []
+    if len(panel.queries) > 1:
+        transformations.append({"id": "merge", "options": {}})
+    transformations.append({"id": "organize", "options": organize})
+    overrides = [_column_override(c) for c in panel.columns if c.ref_id is not None]
+    return transformations, overrides
+
+
+def _column_override(column: TableColumn) -> dict[str, Any]:
+    properties: list[dict[str, Any]] = [{"id": "unit", "value": column.unit or "none"}]
+    if column.decimals is not None:
+        properties.append({"id": "decimals", "value": column.decimals})
+    return {"matcher": {"id": "byName", "options": column.title}, "properties": properties}
+
+
 def panel_json(
     panel: Panel,
     pid: int,
     grid: dict[str, int],
     names: VariableNames,
     exprs: Sequence[str],
+    labels: Sequence[frozenset[str] | None] = (),
 ) -> dict[str, Any]:
+    """``labels``: each query's result labels (table panels with columns use them to
+    hide every label that is not a column)."""
     kinds = {q.datasource for q in panel.queries}
     ds = ds_ref(sorted(kinds)[0] if len(kinds) == 1 else "prometheus", names)
     if len(kinds) > 1:
@@ -225,6 +286,14 @@ def panel_json(
     defaults = data.setdefault("fieldConfig", {}).setdefault("defaults", {})
     defaults["unit"] = panel.unit
     data["fieldConfig"].setdefault("overrides", [])
+    if panel.kind == "table":
+        for target in data.get("targets", []):
+            # A table shows labels and values as columns; it never reads a legend.
+            target.pop("legendFormat", None)
+        if panel.columns:
+            transformations, overrides = table_config(panel, labels)
+            data["transformations"] = transformations
+            data["fieldConfig"]["overrides"] = overrides
     if panel.kind == "logs" or data["type"] == "logs":
         data["fieldConfig"]["defaults"].pop("custom", None)
     return data
@@ -502,7 +571,15 @@ def service_dashboard(
                     _check_parses(expr, query.expr, svc, item.panel.key)
                 filtered_metrics += sorted(m for m in metrics if m not in filtered_metrics)
                 exprs.append(expr)
-            data = panel_json(item.panel, item.id, item.grid.as_dict(), names, exprs)
+            labels = (
+                [
+                    result_labels(plan, e) if q.datasource == "prometheus" else None
+                    for q, e in zip(item.panel.queries, exprs, strict=True)
+                ]
+                if item.panel.columns
+                else []
+            )
+            data = panel_json(item.panel, item.id, item.grid.as_dict(), names, exprs, labels)
             texts.append(json.dumps(data))
             panels.append(data)
     used = used_variables(texts)
@@ -601,9 +678,12 @@ def _check_parses(expr: str, original: str, svc: ServicePlan, key: str) -> None:
         ) from None
 
 
-def slo_status_queries(plan: Plan) -> list[tuple[str, str]]:
-    """(column, PromQL) for the fleet SLO table, when the SLO pack recorded anything:
-    the objective, the budget left over each SLO's own window, and the 1h burn rate."""
+def slo_status_queries(plan: Plan, sla_promql: str) -> list[tuple[TableColumn, str]]:
+    """(value column, PromQL) for the fleet SLO table, when the SLO pack recorded
+    anything: the objective, the budget left over each SLO's own window, and the 1h burn
+    rate. Each query aggregates ``by`` the SLA and SLO labels: that drops ``__name__``
+    (which differs between the queries, so the merge would not join their rows) and
+    leaves exactly the label columns, as the label flow shows."""
     if plan.metric(SloRecords.OBJECTIVE) is None:
         return []
     windows = sorted(
@@ -612,10 +692,21 @@ def slo_status_queries(plan: Plan) -> list[tuple[str, str]]:
         if m.name.startswith(SloRecords.budget_remaining(""))
     )
     budget = "|".join(re.escape(SloRecords.budget_remaining(w)) for w in windows)
+    by = f"max by ({sla_promql}, slo)"
     return [
-        ("Objective", SloRecords.OBJECTIVE),
-        ("Budget left", f'max without (__name__) ({{__name__=~"{budget}"}})'),
-        ("Burn rate 1h", SloRecords.burn_rate("1h")),
+        (
+            TableColumn(title="Objective", ref_id="A", unit="percentunit", decimals=2),
+            f"{by} ({SloRecords.OBJECTIVE})",
+        ),
+        (
+            TableColumn(title="Budget left", ref_id="B", unit="percentunit", decimals=1),
+            f'{by} ({{__name__=~"{budget}"}})',
+        ),
+        # A burn rate is a multiple of the sustainable rate (1 = on budget), not a share.
+        (
+            TableColumn(title="Burn rate 1h", ref_id="C", unit="none", decimals=2),
+            f"{by} ({SloRecords.burn_rate('1h')})",
+        ),
     ]
 
 
@@ -624,6 +715,7 @@ def fleet_dashboard(
 ) -> dict[str, Any]:
     names = VariableNames.for_naming(naming)
     sla = naming.prom(SLA_ID)
+    sla_q = naming.promql(SLA_ID)  # quoted in PromQL under UTF-8 naming
     legend = f"{{{{{sla}}}}}"
     waste = Records.SLA_GPU_WASTE
     rows = [
@@ -648,13 +740,18 @@ def fleet_dashboard(
                     kind="table",
                     unit="percentunit",
                     width=8,
-                    queries=(PanelQuery(expr=f"topk(10, {waste})", legend=legend),),
+                    # max by: one row per SLA, without __name__ as a column.
+                    queries=(PanelQuery(expr=f"topk(10, max by ({sla_q}) ({waste}))"),),
+                    columns=(
+                        TableColumn(title="SLA", label=sla),
+                        TableColumn(title="Idle share", ref_id="A", unit="percentunit", decimals=1),
+                    ),
                     description="The ten SLAs with the highest GPU idle share right now.",
                 ),
             ),
         )
     ]
-    slo = slo_status_queries(plan)
+    slo = slo_status_queries(plan, sla_q)
     if slo:
         rows.append(
             DashboardRow(
@@ -667,11 +764,15 @@ def fleet_dashboard(
                         key="slo-status",
                         title="SLO status per SLA",
                         kind="table",
-                        unit="percentunit",
+                        unit="none",
                         width=24,
                         queries=tuple(
-                            PanelQuery(expr=expr, legend=column, ref_id=_ref(i))
-                            for i, (column, expr) in enumerate(slo)
+                            PanelQuery(expr=expr, ref_id=str(column.ref_id)) for column, expr in slo
+                        ),
+                        columns=(
+                            TableColumn(title="SLA", label=sla),
+                            TableColumn(title="SLO", label="slo"),
+                            *(column for column, _expr in slo),
                         ),
                         description="Per SLA and SLO: objective, error budget left over "
                         "the SLO window, and the 1h burn rate.",
@@ -684,9 +785,8 @@ def fleet_dashboard(
         panels.append(row_json(row))
         for item in row.panels:
             exprs = [q.expr for q in item.panel.queries]
-            data = panel_json(item.panel, item.id, item.grid.as_dict(), names, exprs)
-            if item.panel.key == "slo-status" and len(exprs) > 1:
-                data["transformations"] = [{"id": "merge", "options": {}}]
+            labels = [result_labels(plan, e) for e in exprs]
+            data = panel_json(item.panel, item.id, item.grid.as_dict(), names, exprs, labels)
             panels.append(data)
     with_rows = {r.service for r in plan.dashboard_rows}
     links = [
@@ -727,8 +827,3 @@ def fleet_dashboard(
         links=links,
         settings=settings,
     )
-
-
-def _ref(index: int) -> str:
-    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    return letters[index] if index < len(letters) else f"Q{index}"

@@ -107,17 +107,45 @@ class PlacedRow:
 
 def pack_row(panels: Sequence[Panel], top: int) -> tuple[list[GridPos], int]:
     """Left-to-right packing in the row's own order, wrapping at 24 columns; returns the
-    positions and the first free y below the row."""
-    x, y, line_height = 0, top, 0
-    out: list[GridPos] = []
+    positions and the first free y below the row.
+
+    Every line is then closed up: its spare columns are shared out over its panels in
+    proportion to their widths (the leftmost get the rounding), and every panel takes
+    the line's height, so a row has no hole on its right or under a short panel. A
+    panel's width is therefore its share of a line, and at least what it asked for."""
+    lines: list[list[Panel]] = [[]]
+    used = 0
     for panel in panels:
         width = min(panel.width, GRID_COLUMNS)
-        if x + width > GRID_COLUMNS:
-            x, y, line_height = 0, y + line_height, 0
-        out.append(GridPos(x=x, y=y, w=width, h=panel.height))
-        x += width
-        line_height = max(line_height, panel.height)
-    return out, y + line_height
+        if lines[-1] and used + width > GRID_COLUMNS:
+            lines.append([])
+            used = 0
+        lines[-1].append(panel)
+        used += width
+    out: list[GridPos] = []
+    y = top
+    for line in lines:
+        if not line:
+            continue
+        widths = fill_widths([min(p.width, GRID_COLUMNS) for p in line])
+        height = max(p.height for p in line)
+        x = 0
+        for width in widths:
+            out.append(GridPos(x=x, y=y, w=width, h=height))
+            x += width
+        y += height
+    return out, y
+
+
+def fill_widths(widths: Sequence[int]) -> list[int]:
+    """Widths scaled up to fill 24 columns exactly (a full line is left as it is)."""
+    total = sum(widths)
+    if total >= GRID_COLUMNS or total <= 0:
+        return list(widths)
+    scaled = [w * GRID_COLUMNS // total for w in widths]
+    for i in range(GRID_COLUMNS - sum(scaled)):
+        scaled[i % len(scaled)] += 1
+    return scaled
 
 
 def order_rows(rows: Iterable[DashboardRow]) -> list[DashboardRow]:

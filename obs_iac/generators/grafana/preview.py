@@ -35,6 +35,11 @@ def panel_colour(index: int) -> str:
     return f"#{round(red * 255):02x}{round(green * 255):02x}{round(blue * 255):02x}"
 
 
+# Titles are bold 13 px sans: wider per character than the 10-11 px monospace text
+# CHAR_PX is measured for, so they get fewer characters per pixel.
+TITLE_SCALE = 0.8
+
+
 def query_in_short(expr: str) -> str:
     """The query with selector bodies folded, so the metric and functions stay readable."""
     return re.sub(r"\{[^{}]*\}", "{…}", " ".join(expr.split()))
@@ -44,6 +49,31 @@ def _short(text: str, width_px: float) -> str:
     limit = max(4, int(width_px / CHAR_PX))
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_names(panel: dict[str, Any]) -> str:
+    """'columns: SLA, Objective (percentunit)' for a table, 'legend: ...' otherwise."""
+    if panel.get("type") == "table":
+        units = {
+            str((o.get("matcher") or {}).get("options")): next(
+                (p.get("value") for p in o.get("properties") or [] if p.get("id") == "unit"), None
+            )
+            for o in (panel.get("fieldConfig") or {}).get("overrides") or []
+        }
+        for step in panel.get("transformations") or []:
+            if step.get("id") != "organize":
+                continue
+            options = step.get("options") or {}
+            order = options.get("indexByName") or {}
+            rename = options.get("renameByName") or {}
+            names = [rename.get(k, k) for k in sorted(order, key=lambda k: order[k])]
+            return "columns: " + ", ".join(
+                f"{n} ({units[n]})" if units.get(n) else n for n in names
+            )
+        return ""
+    legends = [str(t.get("legendFormat")) for t in panel.get("targets") or []]
+    legends = [x for x in legends if x and x != "None"]
+    return "legend: " + " · ".join(legends[:4]) if legends else ""
 
 
 def panels_in_order(board: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -105,12 +135,16 @@ def render_svg(board: dict[str, Any]) -> str:
             (f"{panel.get('type', '')} · unit {unit}", "11", "#222"),
             *[(_short(query_in_short(q), inner), "10", "#333") for q in queries[:3]],
         ]
+        # What a reviewer checks: the names a reader sees (legends, table columns).
+        described = describe_names(panel)
+        if described:
+            lines.append((_short(described, inner), "10", "#004"))
         out.append(
             f'<g data-panel-id="{escape(str(panel.get("id", "")))}">'
             f'<rect x="{x + GAP}" y="{y + GAP}" width="{w - 2 * GAP}" height="{h - 2 * GAP}" '
             f'rx="3" fill="{fill}"/>'
             f'<text x="{x + GAP + 8}" y="{y + GAP + 18}" font-size="13" font-weight="bold">'
-            f"{escape(_short(title, inner))}</text>"
+            f"{escape(_short(title, inner * TITLE_SCALE))}</text>"
         )
         for n, (text, font, colour) in enumerate(lines):
             baseline = y + GAP + 36 + n * 15

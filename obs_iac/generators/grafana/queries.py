@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from obs_iac.labels import GPU_ID, PYTORCH_RANK, SLA_ID, LabelNaming
 from obs_iac.plan.model import Plan
+from obs_iac.promql import PromQLSyntaxError
+from obs_iac.promql.labelflow import MetricFacts, analyze
 
 # A selector: an optional metric name, then a brace block without nested braces.
 _SELECTOR = re.compile(r"(?P<metric>[a-zA-Z_:][a-zA-Z0-9_:]*)?\{(?P<body>[^{}]*)\}")
@@ -130,3 +132,27 @@ def used_variables(texts: Iterable[str]) -> set[str]:
     for text in texts:
         out |= referenced_variables(text)
     return out
+
+
+def result_labels(plan: Plan, expr: str) -> frozenset[str] | None:
+    """The labels every series of the query's result carries, by label flow over the
+    plan's metric catalogue; None when a series the catalogue does not know makes the
+    set open. ``__name__`` is never in it (the catalogue keeps it apart)."""
+    catalogue = {
+        spec.name: MetricFacts(spec.name, str(spec.type), spec.unit, frozenset(spec.labels))
+        for name in _metric_names(expr)
+        if (spec := plan.metric(name)) is not None
+    }
+    try:
+        return analyze(expr, catalogue).labels
+    except PromQLSyntaxError:
+        return None
+
+
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+
+
+def _metric_names(expr: str) -> set[str]:
+    # Every identifier is a candidate; those the plan does not catalogue are skipped,
+    # which keeps this a lookup per word instead of a catalogue of the whole fleet.
+    return set(_NAME.findall(expr))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -16,7 +18,7 @@ from obs_iac.lint.engine import (
 from obs_iac.lint.gotemplate import label_references
 from obs_iac.lint.rulefile import ParsedRule
 from obs_iac.plugins import LintScope
-from obs_iac.promql.labelflow import LabelRef
+from obs_iac.promql.labelflow import LabelRef, Measure, RegexUse
 
 
 class Syntax(CorpusRule):
@@ -51,13 +53,20 @@ def label_refs(corpus: Corpus, rule: ParsedRule) -> list[LabelRef]:
     if analysis is None:
         return []
     refs = list(analysis.missing)
-    if rule.kind == "alert" and analysis.labels is not None:
-        seen = set()
-        for key in sorted(rule.annotations):
-            for label in label_references(rule.annotations[key]):
-                if label not in analysis.labels and label not in seen:
-                    seen.add(label)
-                    refs.append(LabelRef(label, "template", analysis.labels))
+    if rule.kind != "alert":
+        return refs
+    seen = set()
+    for key in sorted(rule.annotations):
+        for label in label_references(rule.annotations[key]):
+            if label in seen:
+                continue
+            if analysis.labels is not None and label not in analysis.labels:
+                refs.append(LabelRef(label, "template", analysis.labels))
+            elif analysis.labels is None and label in analysis.removed:
+                refs.append(LabelRef(label, "template", frozenset(), removed_from_open=True))
+            else:
+                continue
+            seen.add(label)
     return refs
 
 
@@ -78,17 +87,38 @@ class LabelFlow(CorpusRule):
                 close = spelling_suggestion(ref)
                 known = ", ".join(sorted(ref.available)) or "none"
                 hint = f"did you mean {close!r}? " if close else ""
-                hint += f"labels there: {known}"
+                if ref.removed_from_open:
+                    hint += f"`without ({ref.label})` or `ignoring ({ref.label})` removes it"
+                else:
+                    hint += f"labels there: {known}"
+                severity, consequence = ref_consequence(ref, rule.kind)
                 yield corpus.diag(
                     self.code,
-                    self.default_severity,
-                    f"{rule.name}: {describe_ref(ref)}; the "
-                    + ("alert can never fire" if rule.kind == "alert" else "result is wrong"),
+                    severity,
+                    f"{rule.name}: {describe_ref(ref)}; {consequence}",
                     unit,
                     rule,
                     hint=hint,
                     at_expr=ref.context != "template",
                 )
+
+
+def ref_consequence(ref: LabelRef, kind: str) -> tuple[Severity, str]:
+    """What a missing label does, stated exactly. Only a matcher makes the query select
+    nothing (a defect: error); elsewhere the rule still evaluates and the damage is
+    narrower (a warning that says what it is)."""
+    if ref.context == "matcher":
+        what = "the alert can never fire" if kind == "alert" else "the rule records nothing"
+        return Severity.ERROR, f"the selector matches no series, so {what}"
+    if ref.context == "template":
+        return Severity.WARNING, "the alert fires, but that part of the text renders empty"
+    if ref.context in ("by", "without"):
+        return Severity.WARNING, "the grouping has no effect for it and the result lacks it"
+    if ref.context in ("on", "ignoring"):
+        return Severity.WARNING, "both sides match on an empty value for it"
+    if ref.context in ("group_left", "group_right"):
+        return Severity.WARNING, "the copied label is empty on every result series"
+    return Severity.WARNING, "the label it writes is built from an empty value"
 
 
 class RateOnNonCounter(CorpusRule):
@@ -164,6 +194,60 @@ class UnitScale(CorpusRule):
                     "on the series' own scale",
                     at_expr=True,
                 )
+            problem = _bytes_conversion(rule, analysis.measure if analysis else None)
+            if problem is not None:
+                yield corpus.diag(
+                    self.code,
+                    self.default_severity,
+                    f"{rule.name}: {problem}",
+                    unit,
+                    rule,
+                    hint="DCGM_FI_DEV_FB_* are MiB: multiply by 1048576 (2^20) for bytes; "
+                    "utilisation fields are percents of time, not sizes",
+                    at_expr=True,
+                )
+
+
+_BYTES_NAME = re.compile(r"(?:^|[_:])bytes(?:$|[_:])")
+MIB = 1 << 20
+
+
+def _bytes_conversion(rule: ParsedRule, measure: Measure | None) -> str | None:
+    """A record named in bytes whose value cannot be bytes (prometheus naming practice:
+    base units; a record's unit is in its name, docs/practices/naming.md)."""
+    if rule.kind != "record" or measure is None:
+        return None
+    # level:metric:operations: the unit may sit in the metric or the operations part.
+    named = rule.name.split(":", 1)[1] if ":" in rule.name else rule.name
+    if not _BYTES_NAME.search(named):
+        return None
+    if measure.unit in ("percent", "ratio"):
+        return f"records a {measure.unit} as bytes; a share of time is not a size"
+    if measure.unit == "mebibytes" and not math.isclose(measure.factor, MIB, rel_tol=1e-9):
+        factor = f"{measure.factor:g}" if measure.factor != 1 else "nothing"
+        return f"records MiB as bytes multiplied by {factor}; 1 MiB is {MIB} bytes (2^20)"
+    return None
+
+
+# RE2 syntax characters (google/re2 wiki "Syntax"); a pattern without any is a string.
+_RE2_META = frozenset(".^$*+?()[]{}|\\")
+
+
+def _pointless_regex(use: RegexUse) -> tuple[str, str] | None:
+    """A regex matcher that says what a plainer one would (pint's promql/regexp check):
+    Prometheus anchors the pattern fully, so these mean exactly the named alternative."""
+    pattern, negated = use.pattern, use.op == "!~"
+    plain = "!=" if negated else "="
+    if pattern == "":
+        what = "a non-empty value" if negated else "no value (the label absent)"
+        return f"matches {what}", f'write {use.label}{plain}"" instead'
+    if pattern in (".*", "(.*)", "(?:.*)"):
+        if negated:
+            return "selects no series at all", "drop the selector or fix the pattern"
+        return "matches every series, with or without the label", "drop the matcher"
+    if not any(ch in _RE2_META for ch in pattern):
+        return "has no regex syntax", f'write {use.label}{plain}"{pattern}" instead'
+    return None
 
 
 class Regex(CorpusRule):
@@ -192,6 +276,20 @@ class Regex(CorpusRule):
                         at_expr=True,
                     )
                     continue
+                if use.context == "matcher":
+                    pointless = _pointless_regex(use)
+                    if pointless is not None:
+                        message, hint = pointless
+                        yield corpus.diag(
+                            self.code,
+                            Severity.WARNING,
+                            f"{rule.name}: {use.label}{use.op}{use.pattern!r} {message}",
+                            unit,
+                            rule,
+                            hint=hint,
+                            at_expr=True,
+                        )
+                        continue
                 if use.pattern.startswith("^") or (
                     use.pattern.endswith("$") and not use.pattern.endswith("\\$")
                 ):

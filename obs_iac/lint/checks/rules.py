@@ -11,6 +11,7 @@ from obs_iac.lint.engine import Corpus, Unit
 from obs_iac.lint.rulefile import ParsedRule
 from obs_iac.plan.model import Plan
 from obs_iac.plugins import LintContext, LintScope
+from obs_iac.promql.disjoint import outputs_disjoint
 
 
 def _file_problems(corpus: Corpus, code: str) -> Iterator[Diagnostic]:
@@ -43,34 +44,56 @@ class Structure(CorpusRule):
 
 
 class Duplicate(CorpusRule):
+    """promtool's `duplicate-rules` lint warns on two rules of one name and identical
+    `labels:` in a file (cmd/promtool/main.go checkDuplicates, v2.42 and v3.x). Of those,
+    only a true copy or two records that can write the same series are defects; two
+    alerts with different conditions and records with disjoint selectors are not."""
+
     code: ClassVar[str] = "rules/duplicate"
     # Duplicates count within one rule file, and a service's groups make one file.
     scope: ClassVar[LintScope] = "service"
-    default_severity: ClassVar[Severity] = Severity.ERROR
-    description: ClassVar[str] = "Two alerts or records with the same name and identical labels."
+    default_severity: ClassVar[Severity] = Severity.WARNING
+    description: ClassVar[str] = (
+        "Two alerts or records with the same name and identical labels that evaluate the "
+        "same expression, or two records that can write the same series."
+    )
 
     def run(self, corpus: Corpus) -> Iterator[Diagnostic]:
-        seen: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], tuple[Unit, ParsedRule]] = {}
+        seen: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], list[tuple[Unit, ParsedRule]]]
+        seen = {}
         for unit, rule in corpus.rules():
             if not rule.name or rule.kind == "query":
                 continue
             key = (unit.scope, rule.kind, rule.name, tuple(sorted(rule.labels.items())))
-            first = seen.get(key)
-            if first is None:
-                seen[key] = (unit, rule)
+            earlier = seen.setdefault(key, [])
+            clash = next((e for e in earlier if self._clashes(corpus, e[1], rule)), None)
+            earlier.append((unit, rule))
+            if clash is None:
                 continue
-            f_unit, f_rule = first
+            f_unit, f_rule = clash
+            same = " ".join(f_rule.expr.split()) == " ".join(rule.expr.split())
             yield corpus.diag(
                 self.code,
                 self.default_severity,
                 f"{rule.kind} {rule.name} is defined twice with identical labels "
-                f"(groups {f_unit.group.name!r} and {unit.group.name!r})",
+                f"(groups {f_unit.group.name!r} and {unit.group.name!r})"
+                + ("" if same else "; both can write the same series"),
                 unit,
                 rule,
-                hint="both rules produce the same series; merge them or tell them apart with "
-                "a label",
+                hint="merge them, or tell them apart with a label or disjoint selectors",
                 related=(Location(f_unit.file, f_unit.blueprint_line or f_rule.line),),
             )
+
+    @staticmethod
+    def _clashes(corpus: Corpus, first: ParsedRule, second: ParsedRule) -> bool:
+        if " ".join(first.expr.split()) == " ".join(second.expr.split()):
+            return True
+        if first.kind == "alert":
+            return False  # one alert name, several conditions: an ordinary pattern
+        a, b = corpus.analysis(first.expr), corpus.analysis(second.expr)
+        if a is None or b is None:
+            return False  # promql/syntax reports it
+        return not outputs_disjoint(first.expr, a.labels, second.expr, b.labels)
 
 
 class DuplicateGroup(CorpusRule):

@@ -1,8 +1,10 @@
 """The dashboards pack: owns the blueprint's ``dashboards`` section (per-panel layout
 overrides) and checks it, and every pack's panels, once all packs have contributed.
 
-    service(..., dashboards={"overrides": {"temperature": {"width": 6},
-                                           "xid-errors": {"hide": True}}})
+    service(..., dashboards=Dashboards(overrides={"temperature": PanelOverride(width=6),
+                                                  "xid-errors": PanelOverride(hide=True)}))
+
+(a plain dict is accepted too).
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 import difflib
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from obs_iac.blueprint.models import BlueprintModel
 from obs_iac.diagnostics import Diagnostic, Severity
 from obs_iac.generators.grafana.layout import GRID_COLUMNS, duplicate_keys
 from obs_iac.plan.compile import ServiceBlueprint
@@ -20,8 +23,8 @@ from obs_iac.plugins import Contribution, Pack, PackContext
 PACK = "dashboards"
 
 
-class PanelOverride(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class PanelOverride(BlueprintModel):
+    """Width, height or hiding of one panel, addressed by its stable key."""
 
     width: int | None = Field(
         default=None, ge=1, le=GRID_COLUMNS, description="Columns of the 24-column grid."
@@ -30,20 +33,22 @@ class PanelOverride(BaseModel):
     hide: bool = Field(default=False, description="Leave the panel out of the dashboard.")
 
 
-class DashboardsSection(BaseModel):
+class Dashboards(BlueprintModel):
     """Layout tweaks of a service's cross-layer dashboard, keyed by stable panel key."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     overrides: dict[str, PanelOverride] = Field(
         default_factory=dict, description="Per panel key: width, height or hide."
     )
 
 
+# The name it had before it was exported as ``obs_iac.Dashboards``.
+DashboardsSection = Dashboards
+
+
 class DashboardsPack(Pack):
     name: ClassVar[str] = PACK
     description: ClassVar[str] = "Dashboard layout overrides; checks panel keys across packs."
-    sections: ClassVar[dict[str, type[BaseModel]]] = {"dashboards": DashboardsSection}
+    sections: ClassVar[dict[str, type[BaseModel]]] = {"dashboards": Dashboards}
 
     def expand(self, service: ServiceBlueprint, ctx: PackContext) -> Contribution:
         return Contribution()
@@ -69,7 +74,7 @@ class DashboardsPack(Pack):
                 )
             )
         section = service.section("dashboards")
-        if not isinstance(section, DashboardsSection):
+        if not isinstance(section, Dashboards):
             return out
         known = sorted({p.key for r in rows for p in r.panels})
         for key in sorted(section.overrides):

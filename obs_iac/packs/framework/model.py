@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
+
+from obs_iac.blueprint.models import BlueprintModel
 
 # A stage becomes a span name and then a `span_name` label value that rules and
 # dashboards match on: keep it short, bounded and free of characters that need
@@ -20,11 +22,7 @@ DURATION = r"^[1-9][0-9]*(m|h|d|w)$"
 DEFAULT_STAGES = ("data_load", "forward", "backward", "allreduce", "optimizer")
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
-
-
-class FrameworkThresholds(Frozen):
+class FrameworkThresholds(BlueprintModel):
     """When the framework alerts fire."""
 
     data_load_share: float = Field(
@@ -65,7 +63,7 @@ class FrameworkThresholds(Frozen):
     )
 
 
-class Framework(Frozen):
+class Framework(BlueprintModel):
     """A distributed training job: ranks, step stages, and the OpenTelemetry wiring."""
 
     framework: Literal["pytorch"] = Field(default="pytorch", description="Training framework.")

@@ -309,7 +309,9 @@ class GpuPack(Pack):
         sel = "{" + naming.matcher(SLA_ID, service.service.sla_id) + "}"
         legend = f"{{{{{naming.prom(HOST)}}}}}/{{{{{naming.prom(GPU_ID)}}}}}"
 
-        def panel(key: str, title: str, unit: str, expr: str, desc: str) -> Panel:
+        def panel(
+            key: str, title: str, unit: str, expr: str, desc: str, legend: str = legend
+        ) -> Panel:
             return Panel(
                 key=key,
                 title=title,
@@ -333,6 +335,8 @@ class GpuPack(Pack):
                 "percentunit",
                 f"{Records.SLA_GPU_WASTE}{sel}",
                 "Share of GPU time below the idle threshold over 5 minutes.",
+                # One series per SLA: it has no host or GPU to name.
+                legend=f"{{{{{naming.prom(SLA_ID)}}}}}",
             ),
             panel(
                 "framebuffer-used",

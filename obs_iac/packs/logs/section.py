@@ -33,7 +33,7 @@ class RateLimit(BlueprintModel):
     )
 
 
-class LogsSection(BlueprintModel):
+class Logs(BlueprintModel):
     """How a service's container logs are read, joined into records and labelled."""
 
     runtime: Literal["cri", "docker", "none"] = Field(
@@ -99,9 +99,13 @@ class LogsSection(BlueprintModel):
     )
 
     @model_validator(mode="after")
-    def _custom_needs_pattern(self) -> LogsSection:
+    def _custom_needs_pattern(self) -> Logs:
         if self.format == "custom" and not self.record_start:
             raise ValueError("format='custom' needs record_start (an RE2 pattern)")
         if self.format != "custom" and self.record_start is not None:
             raise ValueError("record_start is only used with format='custom'")
         return self
+
+
+# The name it had before it was exported as ``obs_iac.Logs``; the pack still uses it.
+LogsSection = Logs

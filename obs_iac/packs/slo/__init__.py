@@ -421,6 +421,8 @@ class SloPack(Pack):
                     unit="percentunit",
                     description=f"Share of good {_sli_noun(slo)} over the last hour, against "
                     f"the {number(slo.objective)} % objective.",
+                    # 9 + 9 + 6 columns: one SLO's three panels fill one line.
+                    width=9,
                     queries=(
                         PanelQuery(
                             expr=f"1 - {sctx.record_selector(SloRecords.error_ratio('1h'))}",
@@ -443,6 +445,7 @@ class SloPack(Pack):
                     unit="none",
                     description="Error-budget burn rate (1 = spending exactly the budget "
                     f"over {slo.window}); the alert tiers fire above their factors.",
+                    width=9,
                     queries=tuple(
                         PanelQuery(
                             expr=sctx.record_selector(SloRecords.burn_rate(window)),

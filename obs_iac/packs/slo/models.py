@@ -248,6 +248,15 @@ class Slo(BlueprintModel):
     @field_validator("objective")
     @classmethod
     def _objective(cls, value: float) -> float:
+        if 0 < value <= 1:
+            # The most common SLO typo: a ratio where a percent is expected. As a percent
+            # it is still valid, but every burn-rate tier becomes unreachable, which is
+            # three errors about budgets for one about units.
+            percent = round(value * 100, 9)
+            raise ValueError(
+                f"objective {value:g} is a ratio, but objectives are percentages: "
+                f"did you mean {percent:g} (percent)?"
+            )
         if not 0 < value < 100:
             raise ValueError(
                 f"objective {value:g} is not a percentage strictly between 0 and 100 "
