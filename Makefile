@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint golden clean venv preview dist tools
+.PHONY: render check-render diff test check lint typecheck fmt bench bench-lint bench-tests golden clean venv preview dist tools
 
 venv: $(STAMP)
 
@@ -42,8 +42,11 @@ check-render: $(STAMP)
 diff: $(STAMP)
 	$(BIN)/obs-iac diff $(if $(BASE),--base $(BASE))
 
+# pytest-xdist: one worker per core (TEST_JOBS=0 runs in one process). What a session
+# fixture builds once for all workers goes through tests/venvs.py:once_per_run.
+TEST_JOBS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check obs_iac tests bench
@@ -67,6 +70,11 @@ golden: $(STAMP)
 # Long: about an hour with the 5,000-service fleet. Quick look: make bench BENCH_ARGS="--sizes 10,100 --repeats 2 --out /tmp/bench"
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+# Issue 22: promtool time per example service and the wall time of the whole suite
+# (also part of `make bench`). Quick look without the suite: BENCH_ARGS=--no-suite
+bench-tests: $(STAMP)
+	$(BIN)/python bench/test_loop.py --json bench/results/test_loop.json $(BENCH_ARGS)
 
 # obs-iac lint against promtool check rules on the 1,000-service fleet's rule files.
 bench-lint: $(STAMP)

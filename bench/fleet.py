@@ -31,6 +31,8 @@ PROFILING_EXTRAS = ("DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_DRAM_ACTIVE")
 PYPROJECT = """[tool.obs-iac]
 blueprints = "blueprints"
 output = "generated"
+# Half the fleet takes Prometheus's OTLP route, which needs 2.55 (a render error below).
+prometheus_min_version = "2.55"
 
 [tool.obs-iac.generators.grafana-dashboards]
 configmaps = false

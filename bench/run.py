@@ -422,6 +422,19 @@ def measure_lint(n: int, repeats: int, out: Path) -> dict[str, Any] | None:
     return data
 
 
+def measure_test_loop(repeats: int, out: Path, suite: bool) -> dict[str, Any] | None:
+    """Issue 22: per-service promtool time and the `make test` wall time (bench/test_loop.py)."""
+    target = out / "test_loop.json"
+    cmd = [sys.executable, str(HERE / "test_loop.py"), "--repeats", str(repeats)]
+    cmd += ["--json", str(target)] + ([] if suite else ["--no-suite"])
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    print(proc.stdout.strip() or proc.stderr.strip(), flush=True)
+    if not target.is_file():
+        return None
+    data: dict[str, Any] = json.loads(target.read_text())
+    return data
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -701,6 +714,20 @@ def markdown(report: dict[str, Any]) -> str:
             f"check rules`: {lint['promtool_check_rules_seconds']:.2f} s "
             f"({lint['ratio']:.2f}x).",
         ]
+    if loop := report.get("test_loop"):
+        lines += [""]
+        for service, st in loop["promtool"]["services"].items():
+            lines.append(
+                f"`promtool test rules` on the generated tests of {service} ({st['files']} "
+                f"files): {st['wall_median']:.2f} s wall, {st['cpu_median']:.2f} s CPU "
+                f"(target < 10 s, load {st['load'][0]})."
+            )
+        if suite := loop.get("suite"):
+            lines.append(
+                f"`make test`: {suite['wall']:.0f} s wall (target < 240 s, load "
+                f"{suite['load_before']:.1f} before, {suite['load_after']:.1f} after): "
+                f"{suite['summary']}."
+            )
     lines += ["", "| target (issue 12) | goal | measured | met |", "|---|---|---|---|"]
     lines += [
         f"| {t['target']} | {t['goal']} | {t['measured']} | {yes_no(t['met'])} |"
@@ -726,6 +753,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--no-diff", action="store_true", help="Skip the obs-iac diff timing.")
     parser.add_argument("--no-lint", action="store_true", help="Skip lint against promtool.")
+    parser.add_argument(
+        "--no-test-loop",
+        action="store_true",
+        help="Skip the test loop (per-service promtool time and the whole `make test`).",
+    )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     target_n = args.target_size if args.target_size in sizes else max(sizes)
@@ -851,6 +883,8 @@ def main() -> int:
             shutil.rmtree(cache, ignore_errors=True)
     if not args.no_lint:
         report["lint"] = measure_lint(target_n, args.repeats, args.out)
+    if not args.no_test_loop:
+        report["test_loop"] = measure_test_loop(args.repeats, args.out, suite=True)
     report["targets"] = targets(report, target_n)
     (args.out / "latest.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     text = markdown(report)

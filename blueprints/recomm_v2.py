@@ -58,7 +58,10 @@ service(
         ranks_per_node=8,
         stages=("data_load", "forward", "backward", "allreduce", "optimizer"),
         collector_version="0.160.0",
-        resource_attributes="prometheus-otlp",
+        # 'auto': the repository's Prometheus floor (2.42) cannot load the OTLP route
+        # (otlp.promote_resource_attributes needs 2.55), so the collector's prometheus
+        # exporter is scraped; raising prometheus_min_version switches to OTLP.
+        resource_attributes="auto",
         step_time_budget_seconds=1.5,
         thresholds=FrameworkThresholds(data_load_share=0.3, straggler_ratio=1.3),
     ),

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         service,
     )
     from obs_iac.diagnostics import Diagnostic, Severity
+    from obs_iac.escaping import Template
     from obs_iac.packs.dashboards import Dashboards, PanelOverride
     from obs_iac.packs.framework.model import Framework, FrameworkThresholds
     from obs_iac.packs.inhibit.model import EdgeDisable, EdgeOverride, EdgeSpec, Inhibitions
@@ -48,6 +49,7 @@ __all__ = [
     "Service",
     "Severity",
     "Suppression",
+    "Template",
     "Waiver",
     "service",
 ]
@@ -72,6 +74,7 @@ _LAZY = {
     "RateLimit": "obs_iac.packs.logs.section",
     "Diagnostic": "obs_iac.diagnostics",
     "Severity": "obs_iac.diagnostics",
+    "Template": "obs_iac.escaping",
 }
 
 

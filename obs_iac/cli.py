@@ -61,18 +61,36 @@ def guarded(func: F) -> F:
             ctx.exit(int(exc.exit_code))
         except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt):
             raise
-        except Exception as exc:
+        except OSError as exc:
+            from obs_iac.render.writer import FAULT_ERRNOS, fault
+
+            if exc.errno not in FAULT_ERRNOS:
+                _internal(exc, debug)
+                ctx.exit(EXIT_INTERNAL)
+            # The file system's fault, not obs-iac's: wherever it struck, nothing was
+            # swapped in (the writer reports its own faults with more context).
+            error = fault(exc, "read or write a file")
+            where = _found_root() or Path(".")
+            _report(error.diagnostics, fmt if fmt in ("json", "github") else "text", where)
             if debug:
                 traceback.print_exc()
-            else:
-                click.echo(
-                    f"internal error: {type(exc).__name__}: {exc}\n"
-                    "  help: this is a bug in obs-iac; rerun with --debug for the traceback",
-                    err=True,
-                )
+            ctx.exit(int(error.exit_code))
+        except Exception as exc:
+            _internal(exc, debug)
             ctx.exit(EXIT_INTERNAL)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _internal(exc: BaseException, debug: bool) -> None:
+    if debug:
+        traceback.print_exception(exc)
+    else:
+        click.echo(
+            f"internal error: {type(exc).__name__}: {exc}\n"
+            "  help: this is a bug in obs-iac; rerun with --debug for the traceback",
+            err=True,
+        )
 
 
 EXIT_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a process SIGPIPE ended
@@ -256,13 +274,31 @@ def _root(required: bool = True) -> Path:
 @guarded
 def render(check: bool, fmt: str, jobs: int | None, no_cache: bool) -> None:
     """Render every blueprint into the output folder (atomically; only owned files)."""
+    from obs_iac.pipeline import open_workspace
+    from obs_iac.render.lock import repo_lock
+
+    ws = open_workspace(_root())
+    # One run at a time writes a repository; a check takes the lock too, so that it
+    # never compares a tree another run is swapping.
+    with repo_lock(ws.root, "render --check" if check else "render", required=not check):
+        _render_locked(ws, check, fmt, jobs, no_cache)
+
+
+def _render_locked(ws: Any, check: bool, fmt: str, jobs: int | None, no_cache: bool) -> None:
+    from obs_iac import conventions
     from obs_iac.engine.run import remember_output
     from obs_iac.engine.run import run as render_engine
-    from obs_iac.pipeline import open_workspace
     from obs_iac.progress import progress_for
     from obs_iac.render.writer import commit, discard_all, drift_of
 
-    ws = open_workspace(_root())
+    out = ws.output
+    if check and os.path.lexists(out / conventions.JOURNAL):
+        click.echo(
+            f"{ws.config.output}/ is mid-swap: a render was interrupted after it committed "
+            f"its journal ({conventions.JOURNAL}); run `obs-iac render` to finish it",
+            err=True,
+        )
+        sys.exit(EXIT_FINDINGS)
     # The bar shows only on a terminal and only after two seconds; it is cleared before
     # anything below is printed.
     result = render_engine(
@@ -275,7 +311,6 @@ def render(check: bool, fmt: str, jobs: int | None, no_cache: bool) -> None:
     # Informational findings belong to `obs-iac lint`; render speaks up for problems only.
     _report([f for f in result.findings if f.severity.label != "info"], fmt, ws.root)
     blocking = [f for f in result.findings if f.severity.label == "error"]
-    out = ws.output
     if check:
         drift = drift_of(out, result.records)
         if fmt == "json":
@@ -423,8 +458,11 @@ def diff(base: str | None, fmt: str, exit_code: bool) -> None:
     """
     from obs_iac.diff.engine import run_diff
     from obs_iac.diff.report import to_json, to_markdown, to_text
+    from obs_iac.render.lock import repo_lock
 
-    result = run_diff(_root(), base)
+    # It writes only the cache, but reads generated/: not while a render swaps it.
+    with repo_lock(_root(), "diff", required=False):
+        result = run_diff(_root(), base)
     if fmt == "json":
         click.echo(to_json(result))
     elif fmt == "markdown":

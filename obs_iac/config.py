@@ -68,6 +68,13 @@ class RepoConfig(Frozen):
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         description="Namespace of generated PrometheusRule and ConfigMap objects.",
     )
+    blueprint_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="How long one blueprint file may run before it is stopped and reported.",
+    )
     plugins: PluginSettings = Field(default_factory=PluginSettings)
     packs: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-pack settings, validated by each pack."

@@ -19,6 +19,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from obs_iac.escaping import TEMPLATE_OPEN_ESCAPED as TEMPLATE_OPEN_ESCAPED
+from obs_iac.escaping import go_string
+from obs_iac.escaping import template_literal as template_literal
+
 
 class Cardinality(enum.StrEnum):
     BOUNDED = "bounded"  # tens of values per tenant: safe as a Loki stream label
@@ -178,42 +182,6 @@ class LabelNaming:
         return classic_name(key)
 
 
-def _promql_escape(char: str) -> str:
-    if char == "\\":
-        return "\\\\"
-    if char == '"':
-        return '\\"'
-    if char == "\n":
-        return "\\n"
-    if char == "\r":
-        return "\\r"
-    if char == "\t":
-        return "\\t"
-    return f"\\x{ord(char):02x}"
-
-
-# Every character promql_string escapes: backslash, quote, C0 controls and DEL.
-_PROMQL_ESCAPES = str.maketrans(
-    {c: _promql_escape(c) for c in ("\\", '"', *map(chr, range(0x20)), "\x7f")}
-)
-
-
-def promql_string(value: str) -> str:
-    """A PromQL double-quoted string literal that always means exactly ``value``.
-
-    Quotes, backslashes and control characters are escaped, so a value can never end the
-    string early and change the surrounding expression.
-    """
-    return '"' + value.translate(_PROMQL_ESCAPES) + '"'
-
-
-TEMPLATE_OPEN_ESCAPED = '{{ "{{" }}'
-
-
-def template_literal(text: str) -> str:
-    """Text that a Prometheus alert template (Go text/template) renders as exactly ``text``.
-
-    Only ``{{`` opens an action, so it is the one sequence to escape; it becomes an action
-    that prints ``{{``.
-    """
-    return text.replace("{{", TEMPLATE_OPEN_ESCAPED)
+# One escaper per output language lives in obs_iac.escaping; these names stay for the
+# packs and plugins that import them from here.
+promql_string = go_string

@@ -67,7 +67,9 @@ def open_workspace(root: Path, config: RepoConfig | None = None) -> Workspace:
 
 
 def build_plan(ws: Workspace, plugins: PluginSet) -> Plan:
-    loaded = load_blueprints(ws.root, ws.config.blueprints)
+    loaded = load_blueprints(
+        ws.root, ws.config.blueprints, timeout=ws.config.blueprint_timeout_seconds
+    )
     if not loaded.registrations and not loaded.problems:
         raise no_services(ws.root, ws.config, ws.config_file, loaded)
     return compile_plan(loaded, plugins, ws.config)

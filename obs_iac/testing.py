@@ -255,7 +255,9 @@ def compile_workspace(
     """Compiles a repository (its pyproject settings unless ``config`` is given)."""
     ws = open_workspace(root, config)
     plugins = plugins or discover(ws.config)
-    loaded = load_blueprints(ws.root, ws.config.blueprints)
+    loaded = load_blueprints(
+        ws.root, ws.config.blueprints, timeout=ws.config.blueprint_timeout_seconds
+    )
     compiled = compile_fleet(loaded, plugins, ws.config)
     inputs = {}
     for gen in plugins.generators:

@@ -41,6 +41,15 @@ BASE_FIELDS: dict[str, str] = {
 }
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _promtool_verdicts_shared(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """promtool verdicts are kept in a folder all pytest-xdist workers of the run share."""
+    from tests import promtool_runs
+    from tests.venvs import shared_dir
+
+    promtool_runs.SHARED = shared_dir(tmp_path_factory) / "promtool-verdicts"
+
+
 def blueprint_source(**fields: str | None) -> str:
     """A blueprint calling service() once; ``None`` drops a field, other values replace it."""
     lines = ["from obs_iac import GpuFleet, service", "", "service("]

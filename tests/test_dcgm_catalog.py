@@ -12,11 +12,14 @@ import yaml
 
 from obs_iac import pipeline
 from obs_iac.catalog import dcgm
+from obs_iac.packs.gpu import TYPE_OVERRIDES
 from obs_iac.promql import referenced_metrics
-from tests.conftest import GOLDEN_CASES, PYPROJECT, REPO, golden_blueprints
+from tests.conftest import GOLDEN_CASES, PYPROJECT, golden_blueprints
 
 GOLDEN = Path(__file__).parent / "golden"
-REFERENCE_CSV = REPO.parent / "shared/reference/dcgm_fields.csv"
+# A copy of the seed's reference catalogue, with its provenance in the README beside it.
+REFERENCE = Path(__file__).parent / "fixtures" / "reference"
+REFERENCE_CSV = REFERENCE / "dcgm_fields.csv"
 MEASURED = "4.5.3-4.8.2"
 
 
@@ -39,12 +42,21 @@ def test_catalogue_has_every_row_of_the_reference() -> None:
     assert len(current_accepted) == 340
 
 
-@pytest.mark.skipif(not REFERENCE_CSV.is_file(), reason="reference data not checked out here")
 def test_package_data_is_the_reference_csv() -> None:
+    import hashlib
     from importlib import resources
 
+    reference = REFERENCE_CSV.read_bytes()
+    # The copy is the one its README describes (replacing it means saying where from).
+    digest = hashlib.sha256(reference).hexdigest()
+    assert f"sha256 {digest}" in (REFERENCE / "README.md").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(reference.decode("utf-8").splitlines()))
+    status = Counter(
+        "removed" if r["status"].startswith("removed_after_") else r["status"] for r in rows
+    )
+    assert (len(rows), status["current"], status["deprecated_alias"]) == (1088, 627, 324)
     shipped = resources.files("obs_iac.catalog").joinpath("dcgm_fields.csv").read_bytes()
-    assert shipped == REFERENCE_CSV.read_bytes()
+    assert shipped == reference
 
 
 def test_seed_bogus_field_is_unknown() -> None:
@@ -107,7 +119,8 @@ def test_collectors_csv_format_and_acceptance(case: str, tmp_path: Path) -> None
         for name, ptype, help_text in rows:
             field = catalog[name]
             assert dcgm.accepted(field, tag), (service, name)
-            assert ptype.strip() == field.prometheus_type
+            # The XID count is written as a gauge (it falls when the window passes).
+            assert ptype.strip() == TYPE_OVERRIDES.get(name, field.prometheus_type)
             assert help_text.strip() == field.exporter_help
         configmap = yaml.safe_load(result.files[f"dcgm-exporter/{service}/configmap.yaml"])
         assert configmap["data"]["metrics"] == text

@@ -15,7 +15,7 @@ import shutil
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pytest
 
@@ -27,7 +27,7 @@ from obs_iac.engine.run import EngineResult, run
 from obs_iac.pipeline import Workspace, open_workspace, render
 from obs_iac.plan.model import AlertRule, Plan
 from obs_iac.render.artifact import Artifact
-from obs_iac.render.writer import commit, read_manifest
+from obs_iac.render.writer import commit, discard_all, read_manifest
 from tests.conftest import REPO, make_repo, tree_bytes
 from tests.test_views import EDITED, EDITS
 
@@ -319,7 +319,7 @@ def test_write_mode_stages_and_commits_the_same_tree_as_the_writer(
     again = run(ws, plugins, mode="write", jobs=2)
     assert again.staged == ()
     assert commit(ws.output, again.records, again.staged).clean
-    assert not list(ws.output.rglob("*.obs-iac-tmp"))
+    assert not (ws.output / ".obs-iac-staging").exists()
 
 
 def test_output_is_independent_of_hash_seed_and_jobs(fleet_repo: Path, tmp_path: Path) -> None:
@@ -423,11 +423,22 @@ def _sha(files: dict[str, bytes]) -> dict[str, str]:
     return {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
 
 
+def _cached_run(
+    ws: Workspace, plugins: plugin_api.PluginSet, mode: Literal["write", "collect"] = "collect"
+) -> EngineResult:
+    """A render that reads the cache (a check never does) and leaves the output folder
+    as it was."""
+    result = run(ws, plugins, mode=mode, jobs=2)
+    if mode == "write":
+        discard_all(ws.output, result.output_existed)
+    return result
+
+
 def _rendered_copy(fleet: Path, tmp_path: Path) -> tuple[Path, Workspace, plugin_api.PluginSet]:
     """A copy of ``fleet`` with the built-in plugins, rendered once (the cache is warm)."""
     root, ws = _copy_of(fleet, tmp_path)
     plugins = plugin_api.discover(ws.config)
-    run(ws, plugins, mode="check", jobs=2)
+    _cached_run(ws, plugins)
     return root, ws, plugins
 
 
@@ -443,7 +454,8 @@ def test_a_threshold_edit_reruns_no_fleet_level_plugin(small_fleet: Path, tmp_pa
     root, ws, plugins = _rendered_copy(small_fleet, tmp_path)
     assert engine._LAST[0].plan is not None  # a first render runs everything
     _edit_threshold(root, "82")
-    after = run(ws, plugins, mode="check", jobs=2)
+    # Write mode: a collect assembles the plan eagerly.
+    after = _cached_run(ws, plugins, mode="write")
     # Every fleet-level generator and whole-plan rule came from the cache, so the whole
     # plan was never assembled; and the result is a full render's.
     assert engine._LAST[0].plan is None
@@ -460,9 +472,9 @@ def test_incremental_renders_after_every_kind_of_edit_match_a_full_render(
     # One after another on the same cache: each edit meets what the previous ones cached.
     for label in ("team", "rank prefix", "threshold", "wiring", "expired suppression", "name"):
         target.write_text(EDITS[label](target.read_text()))
-        _assert_full_render(run(ws, plugins, mode="check", jobs=2), ws, plugins, label)
+        _assert_full_render(_cached_run(ws, plugins), ws, plugins, label)
     target.unlink()
-    after = run(ws, plugins, mode="check", jobs=2)
+    after = _cached_run(ws, plugins)
     files, _ = reference(ws, plugins)
     assert set(_digests(after)) == set(files)
 
@@ -502,6 +514,6 @@ def test_lint_reruns_on_generated_fleet_files_when_their_cached_artifacts_are_da
     # and the rule needs their artifacts, which have to be made again.
     target = root / "blueprints" / EDITED
     target.write_text(EDITS["expired suppression"](target.read_text()))
-    after = run(ws, plugins, mode="check", jobs=2)
+    after = _cached_run(ws, plugins)
     _assert_full_render(after, ws, plugins, "expired suppression")
     assert any(d.code == "lint/expired-suppression" for d in after.findings)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.venvs import once_per_run
 from tests.venvs import plugin_env as make_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -18,7 +19,10 @@ PLUGIN = REPO / "examples" / "plugins" / "obs-iac-infiniband"
 
 @pytest.fixture(scope="module")
 def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_env(tmp_path_factory.mktemp("venv"), PLUGIN)
+    def build(root: Path) -> None:
+        make_env(root, PLUGIN)
+
+    return once_per_run(tmp_path_factory, "infiniband-venv", build) / "env"
 
 
 def test_plugins_lists_the_external_pack(plugin_env: Path) -> None:

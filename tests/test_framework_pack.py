@@ -22,6 +22,8 @@ from obs_iac.packs.framework.wiring import OtelWiring, encode_value
 from obs_iac.pipeline import Render, open_workspace, render
 from obs_iac.plan.model import AlertRule, Plan
 from obs_iac.promql import parse, referenced_metrics
+from tests.conftest import PYPROJECT
+from tests.promtool_runs import assert_promtool_passes
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -70,14 +72,23 @@ def require_tool(name: str) -> str:
     return path
 
 
-def write_repo(root: Path, framework: str = DEFAULT_FRAMEWORK) -> Path:
+def write_repo(
+    root: Path, framework: str = DEFAULT_FRAMEWORK, prometheus: str | None = "2.55"
+) -> Path:
+    """A one-service repo. Prometheus 2.55 by default, where 'auto' takes the OTLP route
+    these tests mostly look at; None leaves the repository floor (2.42)."""
     (root / "blueprints").mkdir(parents=True, exist_ok=True)
     (root / "blueprints" / "trainer.py").write_text(BLUEPRINT.format(framework=framework))
+    if prometheus is not None:
+        extra = f'prometheus_min_version = "{prometheus}"\n'
+        (root / "pyproject.toml").write_text(PYPROJECT.format(extra=extra))
     return root
 
 
-def render_repo(root: Path, framework: str = DEFAULT_FRAMEWORK) -> Render:
-    return render(open_workspace(write_repo(root, framework)))
+def render_repo(
+    root: Path, framework: str = DEFAULT_FRAMEWORK, prometheus: str | None = "2.55"
+) -> Render:
+    return render(open_workspace(write_repo(root, framework, prometheus)))
 
 
 def wiring_of(plan: Plan, service: str = "trainer") -> OtelWiring:
@@ -86,8 +97,8 @@ def wiring_of(plan: Plan, service: str = "trainer") -> OtelWiring:
     return found
 
 
-def bad_json(root: Path, framework: str) -> list[dict[str, Any]]:
-    write_repo(root, framework)
+def bad_json(root: Path, framework: str, prometheus: str | None = "2.55") -> list[dict[str, Any]]:
+    write_repo(root, framework, prometheus)
     result = CliRunner().invoke(main, ["--root", str(root), "render", "--format", "json"])
     assert result.exit_code == 2, result.output
     payload = json.loads(result.stdout[result.stdout.index("{") :])
@@ -434,21 +445,14 @@ def test_render_is_deterministic(tmp_path: Path) -> None:
 
 
 def run_promtool(files: dict[str, bytes], out: Path) -> None:
-    promtool = require_tool("promtool")
+    require_tool("promtool")
     for path, data in files.items():
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     tests = sorted((out / "prometheus" / "tests").glob("*.test.yml"))
     assert tests
-    for test in tests:
-        done = subprocess.run(
-            [promtool, "test", "rules", test.name],
-            cwd=test.parent,
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
+    assert_promtool_passes(tests)
 
 
 def test_promtool_passes_for_the_example_blueprints(tmp_path: Path) -> None:
@@ -634,3 +638,34 @@ def test_guide_snippet_matches_the_generated_wiring() -> None:
         and isinstance(n.args[0], ast.Constant)
     }
     assert spans == {"train_step", *DEFAULT_STAGES}
+
+
+# -- version gates: the OTLP route on the Prometheus floor --------------------------------
+
+
+def test_auto_route_on_the_2_42_floor_is_the_scraped_exporter(tmp_path: Path) -> None:
+    result = render_repo(tmp_path, prometheus=None)
+    assert wiring_of(result.plan).resource_attributes == "collector-exporter"
+    assert conventions.prometheus_otlp_fragment() not in result.files
+    collector = yaml.safe_load(result.files[conventions.otel_collector_config("trainer")])
+    (exporter,) = collector["exporters"]
+    assert exporter.startswith("prometheus/")
+    assert conventions.prometheus_collector_scrape("trainer") in result.files
+
+
+def test_explicit_otlp_route_below_2_55_is_a_render_error(tmp_path: Path) -> None:
+    framework = DEFAULT_FRAMEWORK + '        "resource_attributes": "prometheus-otlp",\n'
+    diags = bad_json(tmp_path, framework, prometheus="2.47")
+    [diag] = [d for d in diags if d["code"] == "framework/prometheus-version"]
+    assert "otlp.promote_resource_attributes" in diag["message"]
+    assert "2.55.0" in diag["message"] and "2.47" in diag["message"]
+    assert "--web.enable-otlp-receiver in 3.0.0" in diag["message"]
+    assert diag["location"]["line"] == line_of(tmp_path, '"resource_attributes"')
+    assert "prometheus_min_version" in diag["hint"]
+    assert not (tmp_path / "generated").exists()
+
+
+def test_explicit_otlp_route_from_2_55_renders(tmp_path: Path) -> None:
+    framework = DEFAULT_FRAMEWORK + '        "resource_attributes": "prometheus-otlp",\n'
+    result = render_repo(tmp_path, framework, prometheus="2.55")
+    assert conventions.prometheus_otlp_fragment() in result.files

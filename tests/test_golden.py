@@ -94,6 +94,10 @@ def test_utf8_naming_quotes_canonical_keys() -> None:
     )
     targets = {r["target_label"] for r in relabel["metric_relabel_configs"]}
     assert {"resource.gpu.id", "host.name", "business.sla_id"} <= targets
+    # The GPU test inputs went through that relabelling, so they carry the dotted keys
+    # (Prometheus 3 writes UTF-8 target labels; a classic-only simulation dropped them).
+    tests = (GOLDEN / "utf8-naming/expected/prometheus/tests/llm-h100.test.yml").read_text()
+    assert '"resource.gpu.id"="nvidia0"' in tests and '"host.name"="gpu-node-1"' in tests
     # promtool 2.42 cannot load UTF-8 label names, so test_promtool.py skips this case.
 
 
@@ -104,9 +108,11 @@ def test_honor_labels_and_newer_exporter_use_plain_workload_labels_and_hostname(
             / "honor-labels/expected/prometheus/relabel/dcgm-exporter.metric_relabel_configs.yml"
         ).read_text()
     )
-    sources = {r["source_labels"][0]: r["target_label"] for r in relabel["metric_relabel_configs"]}
-    assert sources["hostname"] == "host_name"
-    assert "Hostname" not in sources
+    rules = relabel["metric_relabel_configs"]
+    sources = {r["source_labels"][0]: r["target_label"] for r in rules}
+    # One rule reads both host-label spellings, so an exporter upgrade keeps host_name.
+    [host] = [r for r in rules if r["target_label"] == "host_name"]
+    assert host["source_labels"] == ["Hostname", "hostname"]
     assert sources["pod"] == "k8s_pod_name"
     assert sources["namespace"] == "k8s_namespace_name"
     assert not any(s.startswith("exported_") for s in sources)

@@ -26,6 +26,7 @@ from tests.inhibit_support import (
     running_alertmanager,
     text_of,
 )
+from tests.promtool_runs import assert_promtool_passes
 
 # Realistic values for labels a DCGM-derived alert carries; canonical keys use their
 # catalogue examples. Anything else gets "<label>-value" (still a non-empty value).
@@ -233,9 +234,7 @@ def test_missing_binary_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_node_down_alert_passes_its_promtool_tests(tmp_path: Path) -> None:
     """GpuNodeDown's own unit tests, through promtool, for every example service."""
-    import subprocess
-
-    promtool = require_tool("promtool")
+    require_tool("promtool")
     result = example_render()
     for svc in result.plan.services:
         for path in (conventions.rule_file(svc.name), conventions.rule_test_file(svc.name)):
@@ -244,7 +243,4 @@ def test_node_down_alert_passes_its_promtool_tests(tmp_path: Path) -> None:
             target.write_bytes(result.files[path])
         test_file = tmp_path / conventions.rule_test_file(svc.name)
         assert "GpuNodeDown: exporter down after serving GPUs fires" in test_file.read_text()
-        proc = subprocess.run(
-            [promtool, "test", "rules", str(test_file)], capture_output=True, text=True, timeout=60
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert_promtool_passes([test_file])

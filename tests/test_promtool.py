@@ -17,6 +17,7 @@ import yaml
 from obs_iac import pipeline
 from obs_iac.render.writer import write
 from tests.conftest import REPO, golden_blueprints, make_repo
+from tests.promtool_runs import assert_promtool_passes, promtool_test
 from tests.tools import require_tool
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -95,9 +96,7 @@ def test_generated_unit_tests_pass(fresh: Path, which: str) -> None:
     rules = sorted((out / "prometheus/rules").glob("*.yml"))
     # Every rule file has its tests (cases with their own evaluation step get their own file).
     assert {t.name.split(".")[0] for t in tests} == {r.name.split(".")[0] for r in rules}
-    result = _promtool("test", "rules", *(t.name for t in tests), cwd=out / "prometheus/tests")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("SUCCESS") == len(tests)
+    assert_promtool_passes(tests)
 
 
 def test_every_alert_has_a_firing_and_a_silent_test(fresh: Path) -> None:
@@ -178,9 +177,10 @@ def test_generated_tests_catch_a_mutated_threshold(
     assert text.count(old) == 1
     rules.write_text(text.replace(old, new))
     assert _promtool("check", "rules", str(rules)).returncode == 0
-    result = _promtool("test", "rules", "recomm-v2.test.yml", cwd=copy / "tests")
-    assert result.returncode != 0
-    assert failing_case in result.stdout + result.stderr
+    test = copy / "tests/recomm-v2.test.yml"
+    (verdict,) = promtool_test([test]).values()
+    assert not verdict.passed
+    assert failing_case in verdict.output
     # The untouched copy still passes, so the failure is the mutation's doing.
     rules.write_text(text)
-    assert _promtool("test", "rules", "recomm-v2.test.yml", cwd=copy / "tests").returncode == 0
+    assert_promtool_passes([test])

@@ -9,21 +9,21 @@ import pytest
 from click.testing import CliRunner
 
 from obs_iac.cli import main
-from tests.venvs import plugin_env
+from tests.venvs import once_per_run, plugin_env
 
 KINDS = ("pack", "generator", "lint-rule")
 
 
 @pytest.fixture(scope="module")
 def scaffolds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
-    parent = tmp_path_factory.mktemp("scaffolds")
-    made = {}
-    for kind in KINDS:
-        result = CliRunner().invoke(main, ["new", kind, f"demo-{kind}", "--dir", str(parent)])
-        assert result.exit_code == 0, result.output
-        made[kind] = parent / f"obs-iac-demo-{kind}"
-    env = plugin_env(tmp_path_factory.mktemp("venv"), *made.values())
-    return env, made
+    def build(root: Path) -> None:
+        for kind in KINDS:
+            result = CliRunner().invoke(main, ["new", kind, f"demo-{kind}", "--dir", str(root)])
+            assert result.exit_code == 0, result.output
+        plugin_env(root, *(root / f"obs-iac-demo-{kind}" for kind in KINDS))
+
+    root = once_per_run(tmp_path_factory, "scaffolds", build)
+    return root / "env", {kind: root / f"obs-iac-demo-{kind}" for kind in KINDS}
 
 
 @pytest.mark.parametrize("kind", KINDS)

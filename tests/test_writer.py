@@ -266,7 +266,7 @@ def test_crash_before_the_journal_commit_leaves_the_old_tree(
             with pytest.raises(Crash):
                 writer.write(out, files)
         assert not (out / conventions.JOURNAL).exists()
-        staged = {p for p in tree_bytes(out) if p.endswith(conventions.TMP_SUFFIX)}
+        staged = {p for p in tree_bytes(out) if p.startswith(conventions.STAGING + "/")}
         assert {p: d for p, d in tree_bytes(out).items() if p not in staged} == old
         writer.recover(out)
         assert tree_bytes(out) == old

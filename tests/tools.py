@@ -15,7 +15,7 @@ from typing import NoReturn
 
 import pytest
 
-from obs_iac.toolchain import TOOLS, Stack, ToolError, find_tool
+from obs_iac.toolchain import TOOLS, Stack, ToolError, bin_dir, find_tool
 
 
 def require_tool(name: str, stack: Stack = "floor") -> str:
@@ -36,3 +36,17 @@ def _missing(message: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
+
+
+def tools_bin() -> str:
+    """Where `make tools` puts the programs built from tools/go/<name>/."""
+    return str(bin_dir())
+
+
+def require_built_tool(name: str) -> str:
+    """A program built from ``tools/go/<name>/`` (by `make tools`, or ``go build -o
+    <tools dir>/bin/<name> ./tools/go/<name>``); fails under CI, skips elsewhere."""
+    path = os.path.join(tools_bin(), name)
+    if os.access(path, os.X_OK):
+        return path
+    _missing(f"{path} is missing: build tools/go/{name} (make tools)")

@@ -7,15 +7,30 @@ internal IR), so the plan can change without breaking a single blueprint.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
+from obs_iac.escaping import Template, text_or_template
 from obs_iac.labels import SLA_ID_PATTERN
 
 SCHEMA_VERSION = 1
 
 SERVICE_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
+RUNBOOK_URL_PATTERN = r"^https?://[^\s\"'<>]+$"
+if TYPE_CHECKING:
+    _Objective = str | Template
+    _RunbookUrl = str | Template
+else:
+    _Objective = text_or_template(Annotated[str, StringConstraints(min_length=1, max_length=500)])
+    _RunbookUrl = text_or_template(Annotated[str, StringConstraints(pattern=RUNBOOK_URL_PATTERN)])
 EXPORTER_VERSION_PATTERN = r"^(\d+\.\d+\.\d+)-(\d+\.\d+\.\d+)$"
 
 # GPU families DCGM supports that a compute center is likely to run; a model string must
@@ -182,14 +197,15 @@ class Service(BlueprintModel):
         pattern=f"^{SLA_ID_PATTERN}$",
         description="The business.sla_id every signal of this service carries.",
     )
-    objective: str = Field(
-        min_length=1,
-        max_length=500,
-        description="The SLA in words, e.g. 'model refreshed within 15 minutes'.",
+    # Text is literal everywhere it lands (alert annotations are Go templates, and a "{{"
+    # in it is escaped); Template("...") is the one way to write template actions.
+    objective: _Objective = Field(
+        description="The SLA in words, e.g. 'model refreshed within 15 minutes'; literal "
+        "text, or Template('...') for Go template actions in alert annotations.",
     )
-    runbook_base_url: str = Field(
-        pattern=r"^https?://[^\s\"'<>]+$",
-        description="Base URL of the runbooks; alerts link to <base>/<AlertName>.",
+    runbook_base_url: _RunbookUrl = Field(
+        description="Base URL of the runbooks; alerts link to <base>/<AlertName>. Literal "
+        "text, or Template('...') for Go template actions (e.g. {{ $labels.team }}).",
     )
     gpu: GpuFleet = Field(description="The GPU fleet profile.")
     workload: WorkloadKind = Field(
@@ -208,9 +224,20 @@ class Service(BlueprintModel):
         default=(), description="Accepted risk flags of `obs-iac diff` for this change."
     )
 
+    @field_validator("objective")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the objective must say something (it is blank)")
+        return value
+
     @field_validator("runbook_base_url")
     @classmethod
-    def _strip_slash(cls, value: str) -> str:
+    def _strip_slash(cls, value: str | Template) -> str | Template:
+        if isinstance(value, Template):
+            if not re.match(r"https?://", value.source):
+                raise ValueError(f"{value.source!r} does not start with http:// or https://")
+            return Template(value.source.rstrip("/"))
         return value.rstrip("/")
 
 

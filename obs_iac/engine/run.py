@@ -22,6 +22,8 @@ compare the engine against the in-process pipeline (obs_iac.pipeline.render).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import dataclasses
 import datetime as dt
 import gc
@@ -30,6 +32,7 @@ import json
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -39,7 +42,7 @@ from typing import Any, Literal, TypeVar
 
 from obs_iac import conventions
 from obs_iac.diagnostics import Diagnostic, InputError, ObsIacError, PluginError, Severity
-from obs_iac.engine.cache import Cache, cache_root, write_atomic
+from obs_iac.engine.cache import Cache, cache_root
 from obs_iac.engine.compact import compact
 from obs_iac.engine.keys import (
     base_key,
@@ -74,7 +77,16 @@ from obs_iac.plugins import (
 from obs_iac.progress import NullProgress, Progress
 from obs_iac.render.artifact import Artifact
 from obs_iac.render.serialize import serialize
-from obs_iac.render.writer import FileRecord, FileState, discard_all
+from obs_iac.render.writer import (
+    FileRecord,
+    FileState,
+    PathGuard,
+    check_output_folder,
+    discard_all,
+    fault,
+    stage,
+    unsafe_path,
+)
 
 Mode = Literal["write", "check", "collect"]
 JOBS_ENV = "OBS_IAC_JOBS"
@@ -146,6 +158,7 @@ class _State:
     mode: Mode
     force_adopt: bool
     seen: dict[str, Seen] = field(default_factory=dict)
+    guard: PathGuard = field(default_factory=lambda: PathGuard(Path(".")))
     service_plans: list[ServicePlan] = field(default_factory=list)
     pickled: list[bytes] = field(default_factory=list)
     catalogue: tuple[MetricSpec, ...] = ()
@@ -215,16 +228,23 @@ def _unchanged_since(target: Path, seen: Seen) -> bool:
     return (st.st_size, st.st_mtime_ns, st.st_ino) == seen[:3]
 
 
-def _seen_path(cache_dir: Path, out: Path) -> Path:
-    return cache_dir / "output" / digest(str(out.resolve()))
+def _seen_key(out: Path) -> str:
+    return digest(str(out.resolve()))
 
 
-def load_seen(cache_dir: Path, out: Path) -> dict[str, Seen]:
-    try:
-        data = pickle.loads(_seen_path(cache_dir, out).read_bytes())
-    except Exception:  # missing or damaged: compare every file
+def load_seen(cache: Cache, out: Path) -> dict[str, Seen]:
+    """How this render left the output folder last time (JSON, signed like any entry)."""
+    data = cache.read("output", _seen_key(out))
+    if data is None:
         return {}
-    return data if isinstance(data, dict) else {}
+    try:
+        raw = json.loads(data)
+        return {
+            str(path): (int(size), int(mtime), int(inode), str(sha))
+            for path, (size, mtime, inode, sha) in raw.items()
+        }
+    except (ValueError, TypeError, AttributeError):  # damaged: compare every file
+        return {}
 
 
 def remember_output(result: EngineResult, out: Path) -> None:
@@ -242,7 +262,8 @@ def remember_output(result: EngineResult, out: Path) -> None:
         except OSError:
             continue
         seen[record.path] = (st.st_size, st.st_mtime_ns, st.st_ino, record.digest)
-    write_atomic(_seen_path(result.cache_dir, out), pickle.dumps(seen))
+    text = json.dumps(seen, sort_keys=True, separators=(",", ":"))
+    Cache(result.cache_dir).put("output", _seen_key(out), text.encode())
 
 
 def _settle(state: _State, path: str, generator: str, data: bytes, settled: _Settled) -> None:
@@ -253,6 +274,9 @@ def _settle(state: _State, path: str, generator: str, data: bytes, settled: _Set
         settled.files[path] = data
         return
     target = state.out / path
+    why = state.guard.reason(path)
+    if why is not None:
+        raise InputError([unsafe_path(target, path, why)])
     sha = hashlib.sha256(data).hexdigest()
     owned = path in state.owned
     seen = state.seen.get(path)
@@ -276,9 +300,10 @@ def _settle(state: _State, path: str, generator: str, data: bytes, settled: _Set
     if state.mode == "write" and (
         file_state in ("new", "changed") or (file_state == "foreign" and state.force_adopt)
     ):
-        staged = state.out / (path + conventions.TMP_SUFFIX)
-        staged.parent.mkdir(parents=True, exist_ok=True)
-        staged.write_bytes(data)
+        try:
+            stage(state.out, path, data)
+        except OSError as exc:
+            raise fault(exc, f"stage {path}") from None
         settled.staged.append(path)
 
 
@@ -410,8 +435,11 @@ def _shard(index: int) -> tuple[int, Any]:
         if state.cache is not None and not output.problems:
             state.cache.put("shard", key, pickle.dumps(output, protocol=pickle.HIGHEST_PROTOCOL))
     settled = _Settled()
-    for path, generator, data in output.files:
-        _settle(state, path, generator, data, settled)
+    try:
+        for path, generator, data in output.files:
+            _settle(state, path, generator, data, settled)
+    except ObsIacError as exc:
+        return index, _error_payload(exc)
     payload = ("ok", settled, output.findings, output.problems, output.artifacts, hit)
     return index, (*payload, output.views)
 
@@ -433,8 +461,22 @@ def _advancing(results: Iterator[T], progress: Progress) -> Iterator[T]:
         progress.advance()
 
 
-def _worker_init() -> None:
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _worker_init(parent: int) -> None:
     gc.enable()
+    # A worker dies with the render that started it: killed with it (kill -9 included),
+    # it would go on staging files into a tree another run may be swapping, and hold the
+    # repository lock it inherited. Ctrl-C is the parent's to handle: a worker that
+    # took it too would print a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the line above ran
+        os._exit(1)
 
 
 class _Workers:
@@ -449,7 +491,9 @@ class _Workers:
             # collections never walk (and so copy) the main process's heap; workers
             # collect their own garbage, which would otherwise pile up shard after shard.
             gc.freeze()
-            self.pool = multiprocessing.get_context("fork").Pool(workers, _worker_init)
+            self.pool = multiprocessing.get_context("fork").Pool(
+                workers, _worker_init, (os.getpid(),)
+            )
 
     def map(
         self, fn: Callable[[int], tuple[int, T]], items: Iterable[int], chunk: int
@@ -509,8 +553,14 @@ def run(
     with _no_cyclic_gc():
         plugins = plugins or pipeline.discover(ws.config)
         cache_dir = (cache_dir or cache_root(ws.root)) if use_cache else None
-        cache = Cache(cache_dir) if cache_dir is not None else None
-        loaded = load_blueprints(ws.root, ws.config.blueprints, code_cache=cache)
+        # A check must not trust what it did not compute: it writes entries, never reads.
+        cache = Cache(cache_dir, readable=mode != "check") if cache_dir is not None else None
+        loaded = load_blueprints(
+            ws.root,
+            ws.config.blueprints,
+            code_cache=cache,
+            timeout=ws.config.blueprint_timeout_seconds,
+        )
         if not loaded.registrations and not loaded.problems:
             raise no_services(ws.root, ws.config, ws.config_file, loaded)
         services = validate_services(loaded, plugins)
@@ -524,6 +574,8 @@ def run(
             for p, s in zip(plans, services, strict=True)
         ]
         out = ws.output
+        if mode != "collect":
+            check_output_folder(out)
         existed = out.is_dir()
         if mode == "write" and existed:
             recover(out)
@@ -537,9 +589,10 @@ def run(
             owned=read_manifest(out),
             mode=mode,
             force_adopt=force_adopt,
-            seen=load_seen(cache_dir, out) if cache_dir is not None and mode != "collect" else {},
+            seen=load_seen(cache, out) if cache is not None and mode == "write" else {},
             repo=repo,
             base=base,
+            guard=PathGuard(out),
         )
         _STATE = state
         try:

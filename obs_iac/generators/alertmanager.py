@@ -23,7 +23,7 @@ from obs_iac.labels import is_classic_label_name
 from obs_iac.packs.inhibit.analysis import AlertIndex, AlertInfo, inhibit_view
 from obs_iac.packs.inhibit.matchers import render
 from obs_iac.plan import views
-from obs_iac.plan.model import InhibitEdge, Plan
+from obs_iac.plan.model import InhibitEdge, Matcher, Plan
 from obs_iac.plugins import Generator, GeneratorContext, GeneratorScope
 from obs_iac.render.artifact import Artifact
 from obs_iac.render.fastyaml import dump_simple
@@ -38,12 +38,40 @@ def with_names(ctx: GeneratorContext) -> bool:
     return version_tuple(ctx.repo.alertmanager_min_version) >= NAMES_SINCE
 
 
+PRESENT = ".+"
+
+
+def guarded(edge: InhibitEdge) -> tuple[tuple[Matcher, ...], tuple[Matcher, ...]]:
+    """The edge's source and target matchers, each side also requiring every ``equal``
+    label to be present (``label=~".+"``).
+
+    Alertmanager compares ``equal`` labels by value and takes a missing label as the
+    empty value (inhibit/inhibit.go hasEqual), so two alerts that both lack ``host_name``
+    (an exporter upgrade renamed its source label, say) would count as "the same host"
+    and an edge would mute across every host. A regex matcher on an absent label sees
+    the empty string, which ``.+`` rejects: with these the edge can only match alerts
+    that carry every ``equal`` label, and then hasEqual compares real values.
+    """
+
+    def side(matchers: tuple[Matcher, ...]) -> tuple[Matcher, ...]:
+        have = {(m.name, m.op, m.value) for m in matchers}
+        extra = tuple(
+            Matcher(name=label, op="=~", value=PRESENT)
+            for label in edge.equal
+            if (label, "=~", PRESENT) not in have
+        )
+        return (*matchers, *extra)
+
+    return side(edge.source_matchers), side(edge.target_matchers)
+
+
 def rule_dict(edge: InhibitEdge, named: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if named:
         out["name"] = edge.name
-    out["source_matchers"] = [render(m) for m in edge.source_matchers]
-    out["target_matchers"] = [render(m) for m in edge.target_matchers]
+    source, target = guarded(edge)
+    out["source_matchers"] = [render(m) for m in source]
+    out["target_matchers"] = [render(m) for m in target]
     if edge.equal:
         out["equal"] = list(edge.equal)
     return out
@@ -265,9 +293,10 @@ def _op_matcher(m: Any) -> dict[str, str]:
 
 
 def _op_rule(edge: InhibitEdge) -> dict[str, Any]:
+    source, target = guarded(edge)
     out: dict[str, Any] = {
-        "sourceMatch": [_op_matcher(m) for m in edge.source_matchers],
-        "targetMatch": [_op_matcher(m) for m in edge.target_matchers],
+        "sourceMatch": [_op_matcher(m) for m in source],
+        "targetMatch": [_op_matcher(m) for m in target],
     }
     if edge.equal:
         out["equal"] = list(edge.equal)

@@ -47,6 +47,9 @@ FEATURES: Mapping[str, str] = {
     "rule-group-labels": "a Prometheus rule group carries group-level labels",
     "rule-query-offset": "a Prometheus rule group sets query_offset",
     "keep-firing-for": "an alerting rule sets keep_firing_for",
+    "otlp-receiver": "the OTel Collector exports spanmetrics to Prometheus's OTLP receiver",
+    "otlp-promote-resource-attributes": "prometheus.yml's otlp: block promotes resource "
+    "attributes to labels",
     "utf8-label-names": "the repository spells canonical labels with dots (naming = utf8)",
 }
 

@@ -9,12 +9,14 @@ from typing import Any
 
 import yaml
 
+from obs_iac import conventions
 from obs_iac.blueprint.models import EXPORTER_VERSION_PATTERN
 from obs_iac.catalog import dcgm
 from obs_iac.config import RepoConfig, version_tuple
 from obs_iac.governance.compat import Stack
 from obs_iac.governance.pack import SECTION, Components, GovernanceSettings
 from obs_iac.labels import NamingStrategy
+from obs_iac.packs.framework import EXTENSION as FRAMEWORK_EXTENSION
 from obs_iac.plan.model import AlertRule, Plan, ServicePlan
 from obs_iac.render.artifact import Artifact
 
@@ -84,7 +86,9 @@ def features(plan: Plan, svc: ServicePlan, artifacts: Sequence[Artifact]) -> dic
         if rset.service != svc.name:
             continue
         for rel in rset.rules:
-            for label in ("Hostname", "hostname"):
+            spellings = [x for x in ("Hostname", "hostname") if x in rel.source_labels]
+            # A rule reading both spellings works on either side of the rename.
+            for label in spellings if len(spellings) == 1 else ():
                 if label in rel.source_labels:
                     out.setdefault(
                         f"host-label-{label}",
@@ -99,6 +103,14 @@ def features(plan: Plan, svc: ServicePlan, artifacts: Sequence[Artifact]) -> dic
         for rule in group.rules:
             if isinstance(rule, AlertRule) and rule.keep_firing_for:
                 out.setdefault("keep-firing-for", f"alert {rule.alert} in {group.name}")
+    for wiring in plan.extensions.get(FRAMEWORK_EXTENSION, ()):
+        if getattr(wiring, "service", None) != svc.name:
+            continue
+        if getattr(wiring, "resource_attributes", None) == "prometheus-otlp":
+            out["otlp-receiver"] = f"collector exporter to {wiring.prometheus_otlp_endpoint}"
+            out["otlp-promote-resource-attributes"] = (
+                f"otlp.promote_resource_attributes in {conventions.prometheus_otlp_fragment()}"
+            )
     if named and any(e.service in (svc.name, None) for e in plan.inhibit_edges):
         out["inhibit-rule-name"] = "named inhibit rules in the Alertmanager configuration"
     if plan.naming == NamingStrategy.UTF8:

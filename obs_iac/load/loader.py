@@ -2,15 +2,26 @@
 
 Each file runs in a fresh namespace with no access to the others' state. Files are
 discovered sorted by their path, and nothing afterwards depends on discovery order.
+
+Each runs in a box (_boxed): a time limit, its stdout sent to stderr (the tool's stdout
+carries JSON), and every way out of it, an exit call or any exception class, reported
+as a located error. The box catches mistakes, not malice: a blueprint is Python run in
+obs-iac's process (docs/limitations.md).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import marshal
+import os
+import posix
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -23,6 +34,7 @@ from obs_iac.blueprint.locate import find_call, locate
 from obs_iac.blueprint.registry import Registration, collecting, stop_collecting
 from obs_iac.blueprint.suggest import blueprint_model_named, unknown_key_hint
 from obs_iac.diagnostics import Diagnostic, InputError, Location, Severity
+from obs_iac.escaping import UNION_TAGS
 
 if TYPE_CHECKING:
     from obs_iac.config import RepoConfig
@@ -100,7 +112,9 @@ def validation_diagnostics(
     call = find_call(tree, line) if tree is not None else None
     diags = []
     for err in exc.errors(include_url=False):
-        loc = tuple(err["loc"])
+        # A "text or Template" field names the union branch in the path; users wrote
+        # the field, not the branch.
+        loc = tuple(p for p in err["loc"] if p not in UNION_TAGS)
         field_line, column = (line, 0)
         if call is not None:
             field_line, column = locate(call, (*prefix, *loc) if prefix_in_call else loc)
@@ -207,6 +221,65 @@ def _user_frame_line(exc: BaseException, filename: str) -> int | None:
     return line
 
 
+DEFAULT_TIMEOUT_SECONDS = 60.0
+
+
+class _BlueprintExit(BaseException):
+    """os._exit() called by a blueprint: raised instead, so the run goes on."""
+
+    def __init__(self, call: str, code: object) -> None:
+        super().__init__(code)
+        self.call = call
+        self.code = code
+
+
+class _BlueprintTimeout(BaseException):
+    pass
+
+
+@contextlib.contextmanager
+def _boxed(limit: float) -> Iterator[None]:
+    """Runs a blueprint with a time limit, its output on stderr, and exit calls raised."""
+
+    def refuse(call: str) -> Any:
+        def _exit(code: object = 0) -> None:
+            raise _BlueprintExit(call, code)
+
+        return _exit
+
+    saved_exits = (os._exit, posix._exit)
+    os._exit = refuse("os._exit")
+    posix._exit = refuse("posix._exit")
+    # File descriptor 1 too: os.write(1, ...) and C extensions bypass sys.stdout.
+    sys.stdout.flush()
+    saved_fd: int | None = None
+    with contextlib.suppress(OSError, ValueError):
+        saved_fd = os.dup(1)
+        os.dup2(2, 1)
+    timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    previous: Any = None
+    if timed:
+
+        def expired(_signum: int, _frame: object) -> None:
+            raise _BlueprintTimeout()
+
+        previous = signal.signal(signal.SIGALRM, expired)
+        signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        os._exit, posix._exit = saved_exits
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        if saved_fd is not None:
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+
+
 def _compiled(source: str, filename: str, code_cache: Cache | None) -> CodeType:
     """The blueprint's bytecode, from the cache when the same source was compiled for
     the same path by the same Python before."""
@@ -229,8 +302,13 @@ def _compiled(source: str, filename: str, code_cache: Cache | None) -> CodeType:
 
 
 def load_blueprints(
-    root: Path, folder: str, files: list[Path] | None = None, code_cache: Cache | None = None
+    root: Path,
+    folder: str,
+    files: list[Path] | None = None,
+    code_cache: Cache | None = None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> LoadedBlueprints:
+    """Runs every blueprint, each for at most ``timeout`` seconds."""
     paths = discover_files(root, folder) if files is None else files
     loaded: list[BlueprintFile] = []
     registrations: list[Registration] = []
@@ -268,37 +346,47 @@ def load_blueprints(
         namespace: dict[str, Any] = {"__name__": f"obs_iac_blueprint:{rel}", "__file__": str(path)}
         sink, token = collecting()
         try:
-            exec(code, namespace)
+            with _boxed(timeout):
+                exec(code, namespace)
         except ValidationError as exc:
             line = _user_frame_line(exc, str(path)) or 1
             prefix = _keyword_path(blueprint.tree, line) or (str(exc.title),)
             problems.extend(validation_diagnostics(exc, rel, blueprint.tree, line, prefix=prefix))
-        except SystemExit as exc:
-            # Not an Exception: left alone it would end obs-iac itself, with the
-            # blueprint's exit code and nothing rendered or checked.
+        except (SystemExit, _BlueprintExit) as exc:
+            # Left alone they would end obs-iac itself, with the blueprint's exit code and
+            # nothing rendered or checked (`render --check` exiting 0 having checked nothing).
+            call = exc.call if isinstance(exc, _BlueprintExit) else "exit"
             problems.append(
-                Diagnostic(
-                    "blueprint/error",
-                    Severity.ERROR,
-                    f"the blueprint called exit({exc.code!r})",
-                    hint="a blueprint should only declare services; remove the exit call",
-                    location=Location(rel, _user_frame_line(exc, str(path))),
+                _blueprint_error(
+                    rel,
+                    _user_frame_line(exc, str(path)),
+                    f"the blueprint called {call}({exc.code!r})",
+                    "a blueprint should only declare services; remove the exit call",
                 )
             )
-        except Exception as exc:
+        except _BlueprintTimeout as exc:
             problems.append(
-                Diagnostic(
-                    "blueprint/error",
-                    Severity.ERROR,
+                _blueprint_error(
+                    rel,
+                    _user_frame_line(exc, str(path)),
+                    f"the blueprint did not finish within {timeout:g} s; stopped here",
+                    "a blueprint should only declare services; look for a loop that never "
+                    "ends, or raise blueprint_timeout_seconds in [tool.obs-iac]",
+                )
+            )
+        except KeyboardInterrupt:
+            raise  # the user's Ctrl-C, not the blueprint's business
+        except BaseException as exc:
+            problems.append(
+                _blueprint_error(
+                    rel,
+                    _user_frame_line(exc, str(path)),
                     f"the blueprint raised {_python_error_text(exc)}",
-                    hint=(
-                        "check the spelling, or import the name (the blueprint API is "
-                        "`from obs_iac import ...`)"
-                        if isinstance(exc, NameError)
-                        else "a blueprint should only declare services; run it with "
-                        "`python -X dev` to debug"
-                    ),
-                    location=Location(rel, _user_frame_line(exc, str(path))),
+                    "check the spelling, or import the name (the blueprint API is "
+                    "`from obs_iac import ...`)"
+                    if isinstance(exc, NameError)
+                    else "a blueprint should only declare services; run it with "
+                    "`python -X dev` to debug",
                 )
             )
         finally:
@@ -308,6 +396,12 @@ def load_blueprints(
                 Registration(fields=reg.fields, file=rel, line=reg.line, column=reg.column)
             )
     return LoadedBlueprints(tuple(loaded), tuple(registrations), tuple(problems))
+
+
+def _blueprint_error(rel: str, line: int | None, message: str, hint: str) -> Diagnostic:
+    return Diagnostic(
+        "blueprint/error", Severity.ERROR, message, hint=hint, location=Location(rel, line)
+    )
 
 
 def no_services(

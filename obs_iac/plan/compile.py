@@ -14,7 +14,8 @@ from obs_iac.blueprint.models import CORE_FIELDS, Service
 from obs_iac.blueprint.registry import Registration
 from obs_iac.config import RepoConfig
 from obs_iac.diagnostics import Diagnostic, InputError, Location, PluginError, Severity
-from obs_iac.labels import LabelNaming, template_literal
+from obs_iac.escaping import template_text
+from obs_iac.labels import LabelNaming
 from obs_iac.load.loader import BlueprintFile, LoadedBlueprints, validation_diagnostics
 from obs_iac.plan.model import (
     AlertRule,
@@ -271,7 +272,7 @@ def _pack_call(pack: LoadedPlugin, svc: ServiceBlueprint, fn: Any, *args: Any) -
 
 def _annotate_objective(total: Contribution, svc: ServiceBlueprint) -> None:
     """Every alert of a service says which SLA is at stake, whichever pack made it."""
-    objective = template_literal(svc.service.objective)
+    objective = template_text(svc.service.objective)
     for index, group in enumerate(total.rule_groups):
         if group.service != svc.name:
             continue

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from obs_iac.escaping import Template
 from obs_iac.labels import NamingStrategy
 
 
@@ -317,8 +318,9 @@ class ServicePlan(IR):
     name: str
     team: str
     sla_id: str
-    objective: str
-    runbook_base_url: str
+    # Literal text, or a Template the user wrote on purpose (obs_iac.escaping).
+    objective: str | Template
+    runbook_base_url: str | Template
     source: SourceRef
     gpu: dict[str, Any]
     # A section dumps to whatever its model is: an object, or a list (e.g. `slo`).

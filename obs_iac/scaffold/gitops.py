@@ -212,10 +212,12 @@ Never edit `generated/` by hand: change the blueprint and run `make render`.
 GITIGNORE = """\
 .venv/
 __pycache__/
-*.obs-iac-tmp
 obs-iac-diff.md
 # obs-iac's per-service render cache: local, safe to delete
 .obs-iac-cache/
+# held while obs-iac renders; staged files before they are swapped in
+.obs-iac.lock
+.obs-iac-staging/
 """
 
 

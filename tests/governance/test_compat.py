@@ -31,6 +31,8 @@ ROW_CASES: dict[tuple[str, str], tuple[dict[str, str], str, str]] = {
     ("feature:rule-group-labels", "prometheus"): ({}, "2.55.1", "3.0.0"),
     ("feature:rule-query-offset", "prometheus"): ({}, "2.52.0", "2.53.0"),
     ("feature:keep-firing-for", "prometheus"): ({}, "2.41.0", "2.42.0"),
+    ("feature:otlp-receiver", "prometheus"): ({}, "2.46.0", "2.47.0"),
+    ("feature:otlp-promote-resource-attributes", "prometheus"): ({}, "2.54.1", "2.55.0"),
     ("feature:utf8-label-names", "alertmanager"): ({}, "0.26.0", "0.27.0"),
     ("feature:utf8-label-names", "prometheus"): ({}, "2.55.1", "3.0.0"),
 }
@@ -211,4 +213,35 @@ def test_examples_declare_and_detect_their_stack(run_cli: RunCli, gitops: Path) 
     data = json.loads(run_cli(["check", "--format", "json"], gitops).stdout)
     evidence = data["services"]["recomm-v2"]["compatibility"]["evidence"]
     assert any(e.startswith("gpu:A100 requires driver") and "535.129.03" in e for e in evidence)
-    assert any("feature host-label-Hostname" in e for e in evidence)
+    # The relabelling reads both host-label spellings, so no exporter release is ruled
+    # out; on the 2.42 floor the framework takes the scraped route, not OTLP.
+    assert not any("feature host-label" in e for e in evidence)
+    assert not any("feature otlp" in e for e in evidence)
+
+
+def test_otlp_route_is_checked_against_the_declared_prometheus(
+    run_cli: RunCli, gitops: Path
+) -> None:
+    # The repository may load on 2.55 (so 'auto' picks OTLP) while one service declares
+    # an older Prometheus of its own: that service's compatibility fails, naming the row.
+    pyproject = gitops / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace(
+            "[tool.obs-iac]\n", '[tool.obs-iac]\nprometheus_min_version = "2.55"\n'
+        )
+    )
+    blueprint = gitops / "blueprints" / "recomm_v2.py"
+    assert "    framework=Framework(" in blueprint.read_text()
+    blueprint.write_text(
+        blueprint.read_text().replace(
+            "    framework=Framework(",
+            '    components={"prometheus": "2.50.1"},\n    framework=Framework(',
+        )
+    )
+    result = run_cli(["check", "--format", "json"], gitops)
+    data = json.loads(result.stdout)
+    compat = data["services"]["recomm-v2"]["compatibility"]
+    assert not compat["passed"], compat
+    assert any(
+        "otlp-promote-resource-attributes" in f and ">=2.55" in f for f in compat["failures"]
+    )

@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
 
 from obs_iac import conventions
@@ -98,30 +99,35 @@ def test_rules_check_and_generated_tests_pass(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_a_mutated_threshold_fails_the_generated_tests(tmp_path: Path) -> None:
+# One test per direction, so pytest-xdist can run them side by side.
+@pytest.mark.parametrize(
+    ("scale", "broken"), [(1.1, "threshold fires"), (0.9, "threshold does not fire")]
+)
+def test_a_mutated_threshold_fails_the_generated_tests(
+    tmp_path: Path, scale: float, broken: str
+) -> None:
     """The tests are not vacuous: thresholds 10 % higher (a wrong factor) must break every
     'just above fires' case, and 10 % lower every 'just below does not fire' case."""
     promtool = require_tool("promtool")
-    for scale, broken in ((1.1, "threshold fires"), (0.9, "threshold does not fire")):
-        rules, _ = _write(tmp_path / str(scale))
-        files = _select(rules, lambda n, b=broken: _is_event(n) and b in n, "broken")
-        kept = _names(files)
-        assert len(kept) == 8
-        text = rules.read_text(encoding="utf-8")
+    rules, _ = _write(tmp_path / str(scale))
+    files = _select(rules, lambda n, b=broken: _is_event(n) and b in n, "broken")
+    kept = _names(files)
+    assert len(kept) == 8
+    text = rules.read_text(encoding="utf-8")
 
-        def bump(match: re.Match[str], scale: float = scale) -> str:
-            return f"{match.group(1)}{float(match.group(2)) * scale:.12g}"
+    def bump(match: re.Match[str], scale: float = scale) -> str:
+        return f"{match.group(1)}{float(match.group(2)) * scale:.12g}"
 
-        mutated = re.sub(r"(slo_error:ratio_rate\w+\{[^}]*\} > )([0-9.e+-]+)", bump, text)
-        assert mutated != text
-        rules.write_text(mutated, encoding="utf-8")
-        run = subprocess.run(
-            [promtool, "test", "rules", *map(str, files)], capture_output=True, text=True
-        )
-        output = run.stdout + run.stderr
-        assert run.returncode != 0
-        for name in kept:
-            assert f"name: {name}," in output, (name, output[:3000])
+    mutated = re.sub(r"(slo_error:ratio_rate\w+\{[^}]*\} > )([0-9.e+-]+)", bump, text)
+    assert mutated != text
+    rules.write_text(mutated, encoding="utf-8")
+    run = subprocess.run(
+        [promtool, "test", "rules", *map(str, files)], capture_output=True, text=True
+    )
+    output = run.stdout + run.stderr
+    assert run.returncode != 0
+    for name in kept:
+        assert f"name: {name}," in output, (name, output[:3000])
 
 
 def _failed_checks(output: str) -> dict[str, list[str]]:
@@ -138,30 +144,32 @@ def _failed_checks(output: str) -> dict[str, list[str]]:
     return failed
 
 
-def test_a_mutated_threshold_fails_the_time_slice_tests(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("scale", "broken"), [(1.1, "fire"), (0.9, "quiet")])
+def test_a_mutated_threshold_fails_the_time_slice_tests(
+    tmp_path: Path, scale: float, broken: str
+) -> None:
     """Per tier of a freshness or throughput SLO, 10 % higher thresholds break the check
     at the crossing, and 10 % lower ones the check one evaluation earlier: each timeline
     pins the threshold to within one bad slice."""
     promtool = require_tool("promtool")
-    for scale, broken in ((1.1, "fire"), (0.9, "quiet")):
-        rules, _ = _write(tmp_path / str(scale))
-        files = _select(rules, _is_slice, "slices")
-        names = _names(files)
-        assert len(names) == 2 * len(SLICE_SLOS)
-        text = rules.read_text(encoding="utf-8")
+    rules, _ = _write(tmp_path / str(scale))
+    files = _select(rules, _is_slice, "slices")
+    names = _names(files)
+    assert len(names) == 2 * len(SLICE_SLOS)
+    text = rules.read_text(encoding="utf-8")
 
-        def bump(match: re.Match[str], scale: float = scale) -> str:
-            return f"{match.group(1)}{float(match.group(2)) * scale:.12g}"
+    def bump(match: re.Match[str], scale: float = scale) -> str:
+        return f"{match.group(1)}{float(match.group(2)) * scale:.12g}"
 
-        mutated = re.sub(r"(slo_error:ratio_rate\w+\{[^}]*\} > )([0-9.e+-]+)", bump, text)
-        assert mutated != text
-        rules.write_text(mutated, encoding="utf-8")
-        run = subprocess.run(
-            [promtool, "test", "rules", *map(str, files)], capture_output=True, text=True
-        )
-        assert run.returncode != 0
-        failed = _failed_checks(run.stdout + run.stderr)
-        assert failed == {name: [broken] for name in names}, (run.stdout + run.stderr)[:3000]
+    mutated = re.sub(r"(slo_error:ratio_rate\w+\{[^}]*\} > )([0-9.e+-]+)", bump, text)
+    assert mutated != text
+    rules.write_text(mutated, encoding="utf-8")
+    run = subprocess.run(
+        [promtool, "test", "rules", *map(str, files)], capture_output=True, text=True
+    )
+    assert run.returncode != 0
+    failed = _failed_checks(run.stdout + run.stderr)
+    assert failed == {name: [broken] for name in names}, (run.stdout + run.stderr)[:3000]
 
 
 def test_a_wrong_long_window_fails_the_time_slice_tests(tmp_path: Path) -> None:

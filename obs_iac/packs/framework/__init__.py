@@ -12,7 +12,6 @@ to its rank, its GPU and its stage.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -23,6 +22,7 @@ from obs_iac.config import version_tuple
 from obs_iac.conventions import FrameworkRecords as FR
 from obs_iac.conventions import Records
 from obs_iac.diagnostics import Diagnostic, Severity
+from obs_iac.escaping import regex_literal, template_text
 from obs_iac.labels import GPU_ID, HOST, NCCL_GROUP, PYTORCH_RANK, SLA_ID, promql_string
 from obs_iac.packs.framework import fixtures, versions
 from obs_iac.packs.framework.model import Framework
@@ -49,6 +49,10 @@ SECTION = "framework"
 EXTENSION = "framework/otel-wiring"
 LAYER = "framework"
 RATE = "5m"
+# `for` of NcclAllreduceP95Regression; its tests evaluate at steps dividing it.
+REGRESSION_FOR_MINUTES = 15
+# Evaluation step of the cases on steady series (see alerts()).
+STEADY_STEP = "2m"
 
 # Inhibition: a broken or straggling collective explains slowness of its group.
 CAUSE_ALERTS = ("NcclCollectiveErrors", "TrainingStragglerRank")
@@ -60,7 +64,7 @@ GPU_IDLE_ALERT = "GpuUtilizationLow"
 
 
 def _regex_of(names: Iterable[str]) -> str:
-    return "|".join(re.escape(n) for n in names)
+    return "|".join(regex_literal(n) for n in names)
 
 
 class FrameworkPack(Pack):
@@ -77,7 +81,9 @@ class FrameworkPack(Pack):
         if fw is None:
             return out
         assert isinstance(fw, Framework)
-        out.diagnostics.extend(check(service, fw))
+        route = resolve_route(fw, ctx.repo.prometheus_min_version)
+        fw = fw.model_copy(update={"resource_attributes": route})
+        out.diagnostics.extend(check(service, fw, ctx.repo.prometheus_min_version))
         if any(d.severity is Severity.ERROR for d in out.diagnostics):
             return out
         wiring = build(service.name, service.service.sla_id, fw, ctx.naming)
@@ -141,9 +147,28 @@ def _span_metrics(wiring: OtelWiring) -> list[MetricSpec]:
     ]
 
 
-def check(service: ServiceBlueprint, fw: Framework) -> list[Diagnostic]:
-    """Mistakes pydantic cannot see: they involve other fields, the GPU fleet or the
-    collector release."""
+def resolve_route(fw: Framework, prometheus_min_version: str) -> str:
+    """The resource-attribute route: 'auto' takes Prometheus's OTLP receiver only where
+    the oldest Prometheus the repository supports can load it."""
+    if fw.resource_attributes != "auto":
+        return fw.resource_attributes
+    if _at_least(prometheus_min_version, versions.promote_resource_attributes_since()):
+        return "prometheus-otlp"
+    return "collector-exporter"
+
+
+def _at_least(version: str, since: str) -> bool:
+    # "2.55" is 2.55.0: pad before comparing, (2, 55) < (2, 55, 0) as tuples.
+    have, need = version_tuple(version), version_tuple(since)
+    width = max(len(have), len(need))
+    return have + (0,) * (width - len(have)) >= need + (0,) * (width - len(need))
+
+
+def check(
+    service: ServiceBlueprint, fw: Framework, prometheus_min_version: str = "2.42"
+) -> list[Diagnostic]:
+    """Mistakes pydantic cannot see: they involve other fields, the GPU fleet, the
+    collector release or the oldest Prometheus the output must load in."""
     problems: list[Diagnostic] = []
 
     def error(code: str, message: str, hint: str, *path: str | int) -> None:
@@ -251,6 +276,24 @@ def check(service: ServiceBlueprint, fw: Framework) -> list[Diagnostic]:
             "remove the gate, or choose a namespace other than the default",
             *path,
         )
+    if fw.resource_attributes == "prometheus-otlp":
+        otlp = versions.table()["prometheus"]["otlp"]
+        promote = versions.promote_resource_attributes_since()
+        if not _at_least(prometheus_min_version, promote):
+            error(
+                "prometheus-version",
+                f"framework.resource_attributes='prometheus-otlp' needs Prometheus "
+                f"{promote} (otlp.promote_resource_attributes in "
+                f"{conventions.prometheus_otlp_fragment()}; its OTLP receiver arrived in "
+                f"{otlp['receiver_feature_since']} behind --enable-feature=otlp-write-receiver, "
+                f"--web.enable-otlp-receiver in {otlp['receiver_flag_since']}), but "
+                f"prometheus_min_version is {prometheus_min_version}: Prometheus "
+                f'{prometheus_min_version} rejects that file ("field otlp not found") and '
+                "does not serve /api/v1/otlp",
+                f"set resource_attributes='collector-exporter' (or 'auto'), or raise "
+                f'[tool.obs-iac] prometheus_min_version to "{promote}" or later',
+                "resource_attributes",
+            )
     if fw.resource_attributes == "collector-exporter":
         since = versions.resource_constant_labels_since()
         if version_tuple(version) < version_tuple(since):
@@ -259,7 +302,9 @@ def check(service: ServiceBlueprint, fw: Framework) -> list[Diagnostic]:
                 f"framework.resource_attributes='collector-exporter' writes the prometheus "
                 f"exporter's resource_constant_labels, which collector-contrib {version} "
                 f"does not have (since v{since}); the collector would reject its config",
-                "use resource_attributes='prometheus-otlp' or upgrade the collector",
+                "upgrade the collector, or use resource_attributes='prometheus-otlp' "
+                "(needs prometheus_min_version "
+                f"{versions.promote_resource_attributes_since()} or later)",
                 "resource_attributes",
             )
     return problems
@@ -479,45 +524,53 @@ class _Rules:
         straggler = fx.process(2)
         straggler_labels = _alert_test_labels(straggler.span_labels, rank_keys)
 
+        # Every series is steady from t=0, so the 5m rates hold their value from the
+        # first evaluation with two samples. Evaluating every 2 minutes: the alert is
+        # active from 2m (the GPU side, another group, is read one evaluation late, well
+        # within the 5m lookback), fires after `for` rounded up to the step (12m; 18m for
+        # the step time's 15m), and is checked just past that (18m, 22m), never later:
+        # each evaluation costs every rule of the file.
         cases_starving = [
             fx.case(
                 "data loader starving an idle GPU fires",
                 fx.starving(share_high=True, gpu_busy=False, gpu_process=proc0),
-                "25m",
+                "18m",
                 starving_labels,
+                evaluation_interval=STEADY_STEP,
             ),
             fx.case(
                 "same stall on a busy GPU does not fire",
                 fx.starving(share_high=True, gpu_busy=True, gpu_process=proc0),
-                "25m",
+                "18m",
+                evaluation_interval=STEADY_STEP,
             ),
             fx.case(
                 "idle GPU with another resource_gpu_id does not fire",
                 fx.starving(share_high=True, gpu_busy=False, gpu_process=other_gpu),
-                "25m",
+                "18m",
+                evaluation_interval=STEADY_STEP,
             ),
             fx.case(
                 "short data loading on an idle GPU does not fire",
                 fx.starving(share_high=False, gpu_busy=False, gpu_process=proc0),
-                "25m",
+                "18m",
+                evaluation_interval=STEADY_STEP,
             ),
         ]
         baseline = fx.offset_minutes(th.baseline_offset)
-        # A day-long baseline at 1m steps is 1,500 evaluations of every rule; 5m steps
-        # keep the same windows and `for` (multiples of 5m) at a fifth of the cost.
-        step = "5m" if baseline >= 360 else None
+        step, regression_at = fx.regression_timeline(baseline, REGRESSION_FOR_MINUTES)
         cases_regression = [
             fx.case(
                 f"all-reduce {fx.regression_factor():g} times slower than the baseline fires",
-                fx.allreduce_regression(baseline, slowdown=fx.regression_factor()),
-                f"{baseline + 60}m",
+                fx.allreduce_regression(baseline, fx.regression_factor(), regression_at),
+                f"{regression_at}m",
                 group_labels,
                 evaluation_interval=step,
             ),
             fx.case(
                 "steady all-reduce does not fire",
-                fx.allreduce_regression(baseline, slowdown=1.0),
-                f"{baseline + 60}m",
+                fx.allreduce_regression(baseline, 1.0, regression_at),
+                f"{regression_at}m",
                 evaluation_interval=step,
             ),
         ]
@@ -525,19 +578,31 @@ class _Rules:
             fx.case(
                 f"one rank computing {fx.straggler_factor():g} times its group median fires",
                 fx.straggler(slow=True),
-                "25m",
+                "18m",
                 straggler_labels,
+                evaluation_interval=STEADY_STEP,
             ),
-            fx.case("balanced ranks do not fire", fx.straggler(slow=False), "25m"),
+            fx.case(
+                "balanced ranks do not fire",
+                fx.straggler(slow=False),
+                "18m",
+                evaluation_interval=STEADY_STEP,
+            ),
         ]
         cases_budget = [
             fx.case(
                 "steps three times over budget fire",
                 fx.step_time(over=True),
-                "30m",
+                "22m",
                 group_labels,
+                evaluation_interval=STEADY_STEP,
             ),
-            fx.case("steps within budget do not fire", fx.step_time(over=False), "30m"),
+            fx.case(
+                "steps within budget do not fire",
+                fx.step_time(over=False),
+                "22m",
+                evaluation_interval=STEADY_STEP,
+            ),
         ]
         cases_errors = [
             fx.case(
@@ -571,7 +636,7 @@ class _Rules:
                 f"> {ratio:g} * ({FR.GROUP_ALLREDUCE_P95}{sel} offset {th.baseline_offset})\n"
                 f"and\n{FR.GROUP_ALLREDUCE_P95}{sel} > {th.allreduce_min_seconds:g}",
                 "warning",
-                "15m",
+                f"{REGRESSION_FOR_MINUTES}m",
                 f"All-reduce p95 of {group_where} regressed",
                 f"The p95 time of {fw.allreduce_stage} in {group_where} is more than "
                 f"{ratio:g} times what it was {th.baseline_offset} earlier. Compare NVLink "
@@ -596,8 +661,8 @@ class _Rules:
                 "15m",
                 f"p95 training step of {group_where} is over its {budget:g} s budget",
                 f"The p95 {fw.step_span} time of {group_where} has been above the SLA "
-                f"budget of {budget:g} s for 15 minutes ({svc.objective}). Drill down: "
-                "stage share, rank skew, then the GPUs of the slowest rank.",
+                f"budget of {budget:g} s for 15 minutes ({template_text(svc.objective)}). "
+                "Drill down: stage share, rank skew, then the GPUs of the slowest rank.",
                 cases_budget,
             ),
             alert(

@@ -13,6 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from obs_iac.catalog import spanmetrics_shapes
 from obs_iac.labels import (
     GPU_ID,
     HOST,
@@ -24,11 +25,11 @@ from obs_iac.labels import (
 )
 from obs_iac.packs.framework.model import Framework
 from obs_iac.packs.framework.wiring import OtelWiring, status_label
-from obs_iac.packs.gpu import GPU_UTIL, GpuPack
+from obs_iac.packs.gpu import GPU_UTIL, TEST_HOST, stored_series
 from obs_iac.plan.compile import ServiceBlueprint
 from obs_iac.plan.model import AlertTestCase
 
-HOST_NAME = "gpu-node-1"
+HOST_NAME = TEST_HOST
 GROUP = "dp0"
 CALLS_PER_MINUTE = 60  # one training step per second
 Series = list[tuple[str, str]]
@@ -109,9 +110,8 @@ class Fixtures:
             "job": self.wiring.service_name,
             "instance": f"{HOST_NAME}-rank{rank}",
             "collector_instance_id": "3f2b8c1e-5d4a-4e6f-9a7b-0c1d2e3f4a5b",
-            "otel_scope_name": "train",
-            "otel_scope_version": "1.0.0",
-            "otel_scope_schema_url": "https://opentelemetry.io/schemas/1.26.0",
+            # The connector's own output scope (spanmetrics_shapes.toml), not the SDK's.
+            "otel_scope_name": spanmetrics_shapes.scope_name(),
             **canonical,
         }
         wanted = [label for label in self.wiring.labels if label != "span_name"]
@@ -120,15 +120,9 @@ class Fixtures:
             raise ValueError(f"no fixture value for spanmetrics labels {missing}")
         span_labels = {label: values[label] for label in wanted}
         fleet = self.service.service.gpu
-        gpu_labels = GpuPack._test_labels(fleet, naming, self.service.service.sla_id)
-        gpu_labels.update(
-            {
-                "gpu": str(gpu),
-                "device": f"nvidia{gpu}",
-                "UUID": f"GPU-8d4c1f5e-2b7a-4c1e-9f00-3a6b5c4d2e1{gpu}",
-                naming.prom(GPU_ID): f"nvidia{gpu}",
-            }
-        )
+        # The GPU side of the join as Prometheus stores it: catalogue -> scrape ->
+        # the GPU pack's relabelling (the same derivation as the GPU pack's own tests).
+        gpu_labels = stored_series(GPU_UTIL, fleet, naming, self.service.service.sla_id, gpu=gpu)
         return Process(span_labels=span_labels, gpu_labels=gpu_labels)
 
     # -- series ----------------------------------------------------------------------------
@@ -179,20 +173,42 @@ class Fixtures:
     def regression_base(self) -> float:
         return max(0.1, 2 * self.fw.thresholds.allreduce_min_seconds)
 
-    def allreduce_regression(self, baseline_minutes: int, slowdown: float) -> Series:
-        """All-reduce at ``base`` seconds for a day (and a bit), then ``slowdown`` times
-        that. Every span lands exactly on a bucket bound, so p95 is 0.975 of it and the
-        regression ratio equals the slowdown."""
+    def allreduce_regression(self, baseline_minutes: int, slowdown: float, until: int) -> Series:
+        """All-reduce at ``base`` seconds for the baseline offset (and 10 minutes), then
+        ``slowdown`` times that through minute ``until``. Every span lands exactly on a
+        bucket bound, so p95 is 0.975 of it and the regression ratio equals the slowdown."""
         base = self.regression_base()
         factor = slowdown
         bounds = tuple(base * 2.0**k for k in range(-1, int(math.log2(factor)) + 2))
         proc = self.process(0)
+        calm = baseline_minutes + 10
         return self.span(
-            proc,
-            self.fw.allreduce_stage,
-            [(baseline_minutes + 10, base), (50, base * factor)],
-            bounds,
+            proc, self.fw.allreduce_stage, [(calm, base), (until - calm, base * factor)], bounds
         )
+
+    @staticmethod
+    def regression_timeline(baseline_minutes: int, for_minutes: int) -> tuple[str, int]:
+        """(evaluation step, minute of the check) for the regression cases.
+
+        The alert compares the recorded p95 now with the same record ``baseline`` earlier,
+        so the test must span the offset, but only the evaluations at the check, the
+        ``for`` before it and one offset earlier are read; the records in between are
+        not. Every rule reads the 1-minute raw spans through 5m rates, so a coarser step
+        gives the same values at its instants. The coarsest step that divides the offset
+        (the baseline record is then evaluated exactly one offset before each check)
+        and whose check still finds the baseline before the slowdown, which starts 10
+        minutes after the offset: a day-long baseline costs 26 evaluations, not 1,500.
+        """
+        calm = baseline_minutes + 10
+        for step in (60, 30, 15, 5, 1):
+            if baseline_minutes % step:
+                continue
+            # First evaluation whose 5m window is all slow spans, then `for` later.
+            active = -(-(calm + 5) // step) * step
+            check = active + -(-for_minutes // step) * step
+            if check - baseline_minutes <= calm:
+                return ("1h" if step == 60 else f"{step}m"), check
+        raise ValueError(f"no evaluation step for a {baseline_minutes}m baseline")
 
     def regression_factor(self) -> float:
         """A power of two (so spans sit on bucket bounds) at least twice the threshold."""

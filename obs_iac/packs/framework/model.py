@@ -106,11 +106,13 @@ class Framework(BlueprintModel):
     duration_unit: Literal["ms", "s"] = Field(
         default="ms", description="Unit of the connector's duration histogram."
     )
-    resource_attributes: Literal["prometheus-otlp", "collector-exporter"] = Field(
-        default="prometheus-otlp",
+    resource_attributes: Literal["auto", "prometheus-otlp", "collector-exporter"] = Field(
+        default="auto",
         description="How resource attributes reach Prometheus: Prometheus's OTLP receiver "
-        "with otlp.promote_resource_attributes, or the collector's prometheus exporter with "
-        "resource_constant_labels (scraped).",
+        "with otlp.promote_resource_attributes (needs prometheus_min_version 2.55 or "
+        "later), or the collector's prometheus exporter with resource_constant_labels "
+        "(scraped; any Prometheus). 'auto' takes the OTLP route when prometheus_min_version "
+        "allows it and the scraped exporter otherwise.",
     )
     prometheus_otlp_endpoint: str = Field(
         default="http://prometheus-operated.monitoring.svc:9090/api/v1/otlp",

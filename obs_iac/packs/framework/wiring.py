@@ -129,8 +129,10 @@ def series_labels(fw: Framework, naming: LabelNaming) -> tuple[str, ...]:
     if gate.enabled(fw.collector_version, fw.feature_gates):
         labels.add(str(versions.table()["gates"]["include_collector_instance_id"]["label"]))
     if fw.resource_attributes == "collector-exporter":
-        # The prometheus exporter always writes the instrumentation scope labels.
-        labels.update(("otel_scope_name", "otel_scope_version", "otel_scope_schema_url"))
+        # The prometheus exporter writes the scope's name, version and schema URL; the
+        # connector's scope has only a name, and Prometheus drops the empty labels
+        # (obs_iac/catalog/spanmetrics_shapes.toml).
+        labels.add("otel_scope_name")
     return tuple(sorted(labels))
 
 
@@ -161,7 +163,12 @@ def build(service: str, sla_id: str, fw: Framework, naming: LabelNaming) -> Otel
         dimensions=DIMENSIONS,
         exclude_dimensions=(),
         feature_gates=fw.feature_gates,
-        resource_attributes=fw.resource_attributes,
+        # The framework pack resolves 'auto' (resolve_route) before building.
+        resource_attributes=(
+            "prometheus-otlp"
+            if fw.resource_attributes == "prometheus-otlp"
+            else "collector-exporter"
+        ),
         promote=tuple(sorted(DIMENSIONS)),
         prometheus_otlp_endpoint=fw.prometheus_otlp_endpoint,
         collector_metrics_target=fw.collector_metrics_target,

@@ -11,18 +11,19 @@ The pack's own rules only ever use canonical labels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from functools import cache
 from typing import ClassVar
 
 from pydantic import BaseModel
 
-from obs_iac import conventions
+from obs_iac import conventions, relabel
 from obs_iac.blueprint.models import GpuFleet
-from obs_iac.catalog import dcgm
+from obs_iac.catalog import dcgm, exporter_shapes
 from obs_iac.config import version_tuple
 from obs_iac.conventions import Records
-from obs_iac.diagnostics import Diagnostic, Severity
+from obs_iac.diagnostics import Diagnostic, InputError, Severity
+from obs_iac.escaping import template_text
 from obs_iac.labels import (
     GPU_ID,
     HOST,
@@ -33,7 +34,6 @@ from obs_iac.labels import (
     LabelNaming,
     is_classic_label_name,
     promql_string,
-    template_literal,
 )
 from obs_iac.plan.compile import ServiceBlueprint
 from obs_iac.plan.model import (
@@ -64,6 +64,13 @@ FB_FREE = "DCGM_FI_DEV_FB_FREE"
 GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
 POWER = "DCGM_FI_DEV_POWER_USAGE"
 XID = "DCGM_FI_DEV_XID_ERRORS"
+# The exporter's XID count pseudo-field and its window label (exporter_shapes.toml).
+XID_COUNT = exporter_shapes.XID_COUNT_FIELD
+XID_WINDOW_LABEL = "window_size_in_ms"
+# The exporter's own CSV calls the XID count a counter, but it counts over a sliding
+# window and falls again (expcollector.go getMetrics): a gauge, which the exporter writes
+# as given (it does not check pseudo-fields' types).
+TYPE_OVERRIDES = {XID_COUNT: "gauge"}
 ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
 ECC_DBE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
 SM_ACTIVE = "DCGM_FI_PROF_SM_ACTIVE"
@@ -73,8 +80,6 @@ NVLINK_RX = "DCGM_FI_PROF_NVLINK_RX_BYTES"
 
 # Traffic below this is not worth paging about when it drops (bytes/s).
 NVLINK_MIN_TRAFFIC = 1e8
-# The last exporter release whose host label is `Hostname`; later builds say `hostname`.
-LAST_CAPITAL_HOSTNAME = (4, 8, 2)
 
 
 def template_label(name: str) -> str:
@@ -84,32 +89,74 @@ def template_label(name: str) -> str:
     return f'{{{{ index $labels "{name}" }}}}'
 
 
+def exporter_shape(fleet: GpuFleet) -> exporter_shapes.ExporterShape:
+    """The catalogue's shape of the fleet's exporter (an unknown release is a user error)."""
+    return exporter_shapes.shape(fleet.dcgm_exporter_version)
+
+
 def host_label(fleet: GpuFleet) -> str:
-    return (
-        "Hostname" if version_tuple(fleet.exporter_version) <= LAST_CAPITAL_HOSTNAME else "hostname"
+    return exporter_shape(fleet).host_label
+
+
+# The scrape target a ServiceMonitor for the dcgm-exporter chart gives every sample: test
+# inputs go through the same target-label merge Prometheus does (honor_labels decides
+# whether the exporter's pod/namespace/container survive or become exported_*).
+SCRAPE_TARGET = {
+    "job": "dcgm-exporter",
+    "instance": "10.0.0.1:9400",
+    "namespace": "gpu-operator",
+    "pod": "nvidia-dcgm-exporter-x7k2p",
+    "container": "nvidia-dcgm-exporter",
+    "service": "nvidia-dcgm-exporter",
+    "endpoint": "gpu-metrics",
+}
+TEST_HOST = "gpu-node-1"
+
+
+def test_device(fleet: GpuFleet, gpu: int = 0) -> exporter_shapes.GpuDevice:
+    return exporter_shapes.GpuDevice(
+        gpu=gpu,
+        uuid=f"GPU-8d4c1f5e-2b7a-4c1e-9f00-3a6b5c4d2e1{gpu}",
+        model_name=fleet.model,
+        hostname=TEST_HOST,
+        pci_bus_id=f"00000000:{7 + gpu:02X}:00.0",
     )
 
 
-def native_labels(fleet: GpuFleet) -> tuple[str, ...]:
-    """Labels dcgm-exporter (and the scrape) put on GPU metrics for this fleet."""
-    return _native_labels(fleet.exporter_version, fleet.honor_labels)
+def test_pod(sla_id: str) -> exporter_shapes.PodAttribution:
+    # business_sla_id reaches GPU series as a pod label (ENABLE_POD_LABELS): the exporter
+    # writes the pod's `business.sla_id` label sanitised to business_sla_id.
+    return exporter_shapes.PodAttribution(
+        namespace="ml-train",
+        pod="trainer-0",
+        container="trainer",
+        labels={"business_sla_id": sla_id},
+    )
 
 
-@cache
-def _native_labels(exporter_version: str, honor_labels: bool) -> tuple[str, ...]:
-    host = "Hostname" if version_tuple(exporter_version) <= LAST_CAPITAL_HOSTNAME else "hostname"
-    labels = {"gpu", "UUID", "device", "modelName", host, "job", "instance"}
-    if version_tuple(exporter_version) >= (3, 5, 0):
-        labels.add("pci_bus_id")
-    workload = ("pod", "namespace", "container")
-    if honor_labels:
-        labels.update(workload)
-    else:
-        # honorLabels: false renames the exporter's workload labels, and pod/namespace/
-        # container then describe the exporter pod itself (plus the ServiceMonitor's own).
-        labels.update(f"exported_{w}" for w in workload)
-        labels.update((*workload, "service", "endpoint"))
-    return tuple(sorted(labels))
+def stored_series(
+    metric: str,
+    fleet: GpuFleet,
+    naming: LabelNaming,
+    sla_id: str,
+    *,
+    gpu: int = 0,
+    value_labels: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """The labels Prometheus stores for one GPU's ``metric``: the exporter's series from
+    the exporter-shape catalogue, merged with the scrape target's labels, then put
+    through the pack's own metric_relabel_configs."""
+    raw = exporter_shape(fleet).series(
+        metric,
+        test_device(fleet, gpu),
+        kubernetes=test_pod(sla_id),
+        honor_labels=True,
+        value_labels=value_labels,
+    )
+    merged = relabel.merge_target_labels(raw, SCRAPE_TARGET, honor_labels=fleet.honor_labels)
+    out = relabel.apply(merged, relabel_rules(fleet, naming))
+    assert out is not None  # the pack's relabelling never drops a series
+    return out
 
 
 def canonical_labels(naming: LabelNaming) -> tuple[str, ...]:
@@ -119,23 +166,43 @@ def canonical_labels(naming: LabelNaming) -> tuple[str, ...]:
 
 
 def field_labels(name: str, fleet: GpuFleet, naming: LabelNaming) -> tuple[str, ...]:
-    return _field_labels(name, fleet.exporter_version, fleet.honor_labels, naming)
+    return _field_labels(name, fleet.dcgm_exporter_version, fleet.honor_labels, naming)
 
 
 @cache
 def _field_labels(
     name: str, exporter_version: str, honor_labels: bool, naming: LabelNaming
 ) -> tuple[str, ...]:
-    labels = set(_native_labels(exporter_version, honor_labels)) | set(canonical_labels(naming))
-    if name == XID and version_tuple(exporter_version) >= (3, 4, 0):
-        labels.update(("err_code", "err_msg"))
-    if name == "DCGM_EXP_XID_ERRORS_COUNT":
-        labels.update(("window_size_in_ms", "xid"))
-    return tuple(sorted(labels))
+    """Every label a stored series of the field can carry (a MIG device, a driver-version
+    label row and an XID code included), derived from the catalogue like test inputs."""
+    shape = exporter_shapes.shape(exporter_version)
+    device = exporter_shapes.GpuDevice(
+        gpu=0,
+        uuid="GPU-0",
+        model_name="GPU",
+        hostname=TEST_HOST,
+        pci_bus_id="00000000:07:00.0",
+        mig_profile="1g.10gb",
+        mig_instance_id="1",
+        driver_version="535.129.03",
+    )
+    given = {label: "0" for label in shape.field_labels(name) if label != "err_msg"}
+    raw = shape.series(
+        name, device, kubernetes=test_pod("x"), honor_labels=True, value_labels=given
+    )
+    merged = relabel.merge_target_labels(raw, SCRAPE_TARGET, honor_labels=honor_labels)
+    rules = _relabel_rules(honor_labels, naming)
+    out = relabel.apply(merged, rules) or {}
+    return tuple(sorted(set(out) | set(canonical_labels(naming))))
 
 
 def relabel_rules(fleet: GpuFleet, naming: LabelNaming) -> tuple[RelabelRule, ...]:
-    workload = "" if fleet.honor_labels else "exported_"
+    return _relabel_rules(fleet.honor_labels, naming)
+
+
+@cache
+def _relabel_rules(honor_labels: bool, naming: LabelNaming) -> tuple[RelabelRule, ...]:
+    workload = "" if honor_labels else "exported_"
     rules = [
         RelabelRule(
             source_labels=("device",),
@@ -143,9 +210,13 @@ def relabel_rules(fleet: GpuFleet, naming: LabelNaming) -> tuple[RelabelRule, ..
             target_label=naming.prom(GPU_ID),
             replacement="$1",
         ),
+        # Both spellings of the host label: dcgm-exporter up to 4.5.3-4.8.2 writes
+        # `Hostname`, later builds `hostname` (exporter_shapes.toml, d5e5f51). Only one
+        # is ever set, so the joined value is "<host>;" or ";<host>": one rule that holds
+        # across an exporter upgrade, whichever side of the rename a node is on.
         RelabelRule(
-            source_labels=(host_label(fleet),),
-            regex="(.+)",
+            source_labels=("Hostname", "hostname"),
+            regex=";?([^;]+);?",
             target_label=naming.prom(HOST),
             replacement="$1",
         ),
@@ -175,19 +246,18 @@ def relabel_rules(fleet: GpuFleet, naming: LabelNaming) -> tuple[RelabelRule, ..
     return tuple(rules)
 
 
-@dataclass(frozen=True)
-class _TestSeries:
-    """Labels of one synthetic GPU as dcgm-exporter + relabelling would present it."""
+def series_selector(metric: str, labels: dict[str, str]) -> str:
+    """A promtool input-series selector; escaped like any PromQL literal (a GPU model
+    string may hold quotes or newlines)."""
+    inner = ", ".join(
+        f"{k if is_classic_label_name(k) else promql_string(k)}={promql_string(v)}"
+        for k, v in sorted(labels.items())
+    )
+    return f"{metric}{{{inner}}}"
 
-    labels: dict[str, str]
 
-    def series(self, metric: str) -> str:
-        # Escaped like any PromQL literal: a GPU model string may hold quotes or newlines.
-        inner = ", ".join(
-            f"{k if is_classic_label_name(k) else promql_string(k)}={promql_string(v)}"
-            for k, v in sorted(self.labels.items())
-        )
-        return f"{metric}{{{inner}}}"
+# One input of a test: (metric, labels its values decide, e.g. xid, promtool values).
+TestInput = tuple[str, dict[str, str] | None, str]
 
 
 class GpuPack(Pack):
@@ -202,6 +272,19 @@ class GpuPack(Pack):
         fleet = service.service.gpu
         naming = ctx.naming
         out = Contribution()
+        try:
+            exporter_shape(fleet)
+        except InputError as exc:
+            out.diagnostics.extend(
+                replace(
+                    d,
+                    location=service.location("gpu", "dcgm_exporter_version"),
+                    object_path=(service.name, "gpu", "dcgm_exporter_version"),
+                    origin=PACK,
+                )
+                for d in exc.diagnostics
+            )
+            return out
         out.diagnostics.extend(self._check_fields(service, fleet))
         if out.diagnostics:
             return out
@@ -275,19 +358,20 @@ class GpuPack(Pack):
                     )
                 )
                 continue
+            prom_type = TYPE_OVERRIDES.get(name, info.prometheus_type)
             fields.append(
                 CollectorField(
                     name=name,
-                    prometheus_type=info.prometheus_type,
+                    prometheus_type=prom_type,
                     help=info.exporter_help,
                     reason=reasons[name],
                 )
             )
-            if info.prometheus_type != "label":
+            if prom_type != "label":
                 out.metrics.append(
                     MetricSpec(
                         name=name,
-                        type=MetricType(info.prometheus_type),
+                        type=MetricType(prom_type),
                         unit=_unit(info),
                         labels=field_labels(name, fleet, ctx.naming),
                         source="dcgm",
@@ -497,7 +581,9 @@ class GpuPack(Pack):
         host = naming.prom(HOST)
         where = f"GPU {template_label(gpu_id)} on {template_label(host)}"
         static = {"team": svc.team, "service": svc.name, "layer": "hardware"}
-        sample = _TestSeries(self._test_labels(fleet, naming, svc.sla_id))
+
+        def stored(metric: str, value_labels: dict[str, str] | None = None) -> dict[str, str]:
+            return stored_series(metric, fleet, naming, svc.sla_id, value_labels=value_labels)
 
         def alert(
             name: str,
@@ -518,27 +604,49 @@ class GpuPack(Pack):
                 labels=dict(sorted(labels.items())),
                 annotations={
                     "description": description,
-                    # User text goes through template_literal: annotations are Go
+                    # User text goes through template_text: annotations are Go
                     # templates, and a stray "{{" must neither break nor change them.
-                    "runbook_url": template_literal(
-                        conventions.runbook_url(svc.runbook_base_url, name)
-                    ),
-                    "sla_objective": template_literal(svc.objective),
+                    "runbook_url": conventions.runbook_url(svc.runbook_base_url, name),
+                    "sla_objective": template_text(svc.objective),
                     "summary": summary,
                 },
                 tests=tuple(tests),
             )
 
-        expected = {k: v for k, v in sample.labels.items()}
-
-        def case(name: str, inputs: dict[str, str], eval_time: str, fire: bool) -> AlertTestCase:
+        def case(
+            name: str,
+            inputs: dict[str, str] | list[TestInput],
+            eval_time: str,
+            fire: bool,
+            fired: dict[str, str] | None = None,
+        ) -> AlertTestCase:
+            """A promtool case whose input series carry exactly the labels Prometheus
+            would store for them (catalogue -> scrape -> relabelling); a firing alert
+            carries the labels of its first input unless ``fired`` says otherwise."""
+            if isinstance(inputs, dict):
+                inputs = [(m, None, v) for m, v in sorted(inputs.items())]
+            series = tuple((series_selector(m, stored(m, vl)), v) for m, vl, v in inputs)
+            first = stored(inputs[0][0], inputs[0][1])
             return AlertTestCase(
                 name=name,
-                input_series=tuple((sample.series(m), v) for m, v in sorted(inputs.items())),
+                input_series=series,
                 eval_time=eval_time,
                 expect_firing=fire,
-                exp_labels=expected if fire else {},
+                exp_labels=dict(sorted((fired if fired is not None else first).items()))
+                if fire
+                else {},
             )
+
+        xid79 = {"xid": "79"}
+        # What the exporter serves, a scrape a minute: the GPU's zero series (no `xid`)
+        # until XID 79 arrives at 3m; 79 again at 4m (count 2) until the first falls
+        # out of the 5-minute window at 8m; gone at 9m (the zero series is back); 79
+        # again at 16m. A series the exporter stops serving is marked stale at once.
+        xid_timeline: list[TestInput] = [
+            (XID_COUNT, xid79, "_ _ _ 1 2 2 2 2 1 stale _ _ _ _ _ _ 1 1 1 1 1"),
+            (XID_COUNT, None, "0 0 0 stale _ _ _ _ _ 0 0 0 0 0 0 0 stale"),
+        ]
+        xid_fired = {k: v for k, v in stored(XID_COUNT, xid79).items() if k != XID_WINDOW_LABEL}
 
         limit = fleet.temperature_limit_celsius
         alerts = [
@@ -575,20 +683,32 @@ class GpuPack(Pack):
             ),
             alert(
                 "GpuXidError",
-                # The field holds the *last* XID code and keeps it after the error, so
-                # "> 0" alone would fire forever after one XID; a change in the last 10
-                # minutes marks a new one.
-                f"{XID}{sel} > 0\nand\nchanges({XID}{sel}[10m]) > 0",
+                # The exporter's XID count: per GPU and XID code, how often it was seen in
+                # the last window (default 5 minutes; a GPU with none has one zero series
+                # without `xid`). A new XID, and the same XID again, both raise it above
+                # zero; it falls back once the window has passed. DCGM_FI_DEV_XID_ERRORS
+                # cannot do this: from 3.3.6-3.4.2 each code is its own series whose value
+                # never changes, and a repeat of the last code changes nothing at all.
+                f"max without ({XID_WINDOW_LABEL}) ({XID_COUNT}{sel}) > 0",
                 "critical",
-                f"{where} reported an XID error",
-                f"{where} reported a new XID error in the last 10 minutes; {XID} holds the "
-                "last XID code. See NVIDIA's XID catalogue (e.g. 79: fallen off the bus, "
-                "48: double-bit ECC).",
+                f"{where} reported XID {template_label('xid')}",
+                f"{where} reported XID {template_label('xid')} within the exporter's XID "
+                "window (5 minutes by default; it resolves when the window has passed). "
+                "See NVIDIA's XID catalogue (e.g. 79: fallen off the bus, 48: double-bit ECC).",
                 "0s",
                 [
-                    case("XID 79 fires", {XID: "0 0 0 79 79 79"}, "5m", True),
-                    case("no XID does not fire", {XID: "0x5"}, "5m", False),
-                    case("an old XID does not fire forever", {XID: "0 79x25"}, "20m", False),
+                    # One timeline: XID 79 at 3m (and again at 4m, in the window), gone
+                    # from 9m to 15m, then the same XID 79 once more at 16m.
+                    *(
+                        case(name, xid_timeline, at, fire, xid_fired)
+                        for name, at, fire in (
+                            ("a new XID 79 fires", "3m", True),
+                            ("XID 79 again within the window keeps firing", "6m", True),
+                            ("an XID past the window does not fire", "12m", False),
+                            ("the same XID 79 later fires again", "17m", True),
+                        )
+                    ),
+                    case("no XID does not fire", {XID_COUNT: "0x20"}, "10m", False),
                 ],
             ),
             alert(
@@ -651,22 +771,6 @@ class GpuPack(Pack):
                 )
             )
         return records, alerts
-
-    @staticmethod
-    def _test_labels(fleet: GpuFleet, naming: LabelNaming, sla_id: str) -> dict[str, str]:
-        labels = {
-            "gpu": "0",
-            "UUID": "GPU-8d4c1f5e-2b7a-4c1e-9f00-3a6b5c4d2e10",
-            "device": "nvidia0",
-            "modelName": fleet.model,
-            host_label(fleet): "gpu-node-1",
-            "job": "dcgm-exporter",
-            "instance": "10.0.0.1:9400",
-            naming.prom(SLA_ID): sla_id,
-            naming.prom(GPU_ID): "nvidia0",
-            naming.prom(HOST): "gpu-node-1",
-        }
-        return labels
 
 
 def _unit(info: dcgm.DcgmField) -> str:

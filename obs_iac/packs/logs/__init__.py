@@ -25,12 +25,12 @@ from pydantic import BaseModel
 
 from obs_iac import conventions
 from obs_iac.diagnostics import Diagnostic, Severity
+from obs_iac.escaping import logql_string
 from obs_iac.labels import (
     SLA_ID,
     Cardinality,
     canonical_for_spelling,
     classic_name,
-    promql_string,
 )
 from obs_iac.packs.logs import presets
 from obs_iac.packs.logs.re2check import check_pattern, group_names
@@ -544,13 +544,13 @@ def build_pipeline(service: ServiceBlueprint, section: LogsSection) -> LogPipeli
 
 
 def selector(sla_id: str, **extra: str) -> str:
-    matchers = [f"{SLA_LABEL}={promql_string(sla_id)}"]
-    matchers += [f"{k}={promql_string(v)}" for k, v in sorted(extra.items())]
+    matchers = [f"{SLA_LABEL}={logql_string(sla_id)}"]
+    matchers += [f"{k}={logql_string(v)}" for k, v in sorted(extra.items())]
     return "{" + ", ".join(matchers) + "}"
 
 
 def line_filter(text: str) -> str:
-    return f"|= {promql_string(text)}"
+    return f"|= {logql_string(text)}"
 
 
 def _alerts(service: ServiceBlueprint, section: LogsSection) -> tuple[AlertRule, ...]:
@@ -624,7 +624,7 @@ def _dashboard_row(service: ServiceBlueprint, section: LogsSection) -> Dashboard
             queries=(
                 PanelQuery(
                     expr=f"sum by ({LEVEL}) (count_over_time("
-                    f'{{{SLA_LABEL}={promql_string(sla)}, {LEVEL}=~"ERROR|CRITICAL"}} [5m]))',
+                    f'{{{SLA_LABEL}={logql_string(sla)}, {LEVEL}=~"ERROR|CRITICAL"}} [5m]))',
                     legend=f"{{{{{LEVEL}}}}}",
                     datasource="loki",
                 ),

@@ -24,7 +24,10 @@ class DropRule(BlueprintModel):
 
 
 class RateLimit(BlueprintModel):
-    rate: float = Field(gt=0, description="Lines per second the pipeline lets through.")
+    # Neither Alloy nor promtail has an infinite rate; no limit is rate_limit=None.
+    rate: float = Field(
+        gt=0, allow_inf_nan=False, description="Lines per second the pipeline lets through."
+    )
     burst: int = Field(ge=1, description="Lines allowed above the rate in a burst.")
     drop: bool = Field(
         default=True,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from obs_iac import conventions
 from obs_iac.conventions import SloRecords
+from obs_iac.escaping import Template
 from obs_iac.labels import SLA_ID, LabelNaming, promql_string
 from obs_iac.packs.slo.models import (
     BurnAlert,
@@ -26,7 +27,7 @@ from obs_iac.packs.slo.models import (
     ThroughputSli,
     parse_matcher,
 )
-from obs_iac.packs.slo.slice_tests import Source, duration, timeline
+from obs_iac.packs.slo.slice_tests import Source, Tier, duration, tier_timelines
 from obs_iac.packs.slo.windows import (
     RECORDED_WINDOWS,
     burn_factor,
@@ -229,7 +230,9 @@ def severity(tier: str) -> str:
     return "critical" if tier == "page" else "warning"
 
 
-def alert_rules(ctx: SloContext, team: str, service: str, runbook_base: str) -> list[AlertRule]:
+def alert_rules(
+    ctx: SloContext, team: str, service: str, runbook_base: str | Template
+) -> list[AlertRule]:
     slo = ctx.slo
     out = []
     for alert in slo.selected_alerts:
@@ -403,7 +406,6 @@ def _event_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
         # it, so a burn just above must have fired by then, and one just below never does.
         history, burn = n, n
         detect = f"within {alert.long_window}"
-        own_step: str | None = None
     else:
         # The burn runs from the first sample. Both counters share their timestamps, so
         # rate() extrapolates them alike and any window holding two or more samples shows
@@ -416,7 +418,17 @@ def _event_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
         own_step = minutes_duration(step)
     # The burn goes on through the alert's `for`, so the short window never runs dry.
     burn += math.ceil(_for_minutes(alert) / step)
-    eval_time = minutes_duration((history + burn) * step)
+    total = (history + burn) * step
+    eval_time = minutes_duration(total)
+    if history:
+        # Every rule the alert reads computes from the raw counters (sampled every `step`
+        # minutes) or from records of the same evaluation, never from recorded history,
+        # so the values at an instant do not depend on how often the rules ran before.
+        # What the check needs is an evaluation at the check and one `for` before it
+        # (the burn has crossed by then, and goes on): a step dividing both. With no
+        # `for`, the check alone: two evaluations instead of one per simulated minute.
+        hold = _for_minutes(alert)
+        own_step = minutes_duration(math.gcd(total, hold) if hold else total)
     exp = {ctx.naming.prom(SLA_ID): ctx.sla_id, "slo": slo.name}
     interval = minutes_duration(step)
     cases = [
@@ -463,7 +475,6 @@ def _slice_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
     threshold the alert is silent, at the crossing it fires (both after `for`)."""
     slo = ctx.slo
     sli = slo.sli
-    limit = threshold(slo.objective, alert.budget_percent, slo.window, alert.long_window)
     if isinstance(sli, FreshnessSli):
         source = Source(max_age=seconds(sli.max_age))
         series_of, metric = sli.last_success, sli.last_success.name
@@ -473,13 +484,17 @@ def _slice_cases(ctx: SloContext, alert: BurnAlert) -> list[AlertTestCase]:
         source = Source(rate_window=seconds(sli.rate_window))
         series_of, metric = sli.counter, sli.counter.name
         what = f"throughput below {number(sli.min_per_second)}/s"
-    plan = timeline(
-        limit,
-        seconds(alert.long_window),
-        seconds(alert.short_window),
-        seconds(alert.for_duration),
-        source,
+    # The tiers of one SLO are planned together: some share one simulated run.
+    tiers = tuple(
+        Tier(
+            threshold(slo.objective, a.budget_percent, slo.window, a.long_window),
+            seconds(a.long_window),
+            seconds(a.short_window),
+            seconds(a.for_duration),
+        )
+        for a in slo.selected_alerts
     )
+    plan = tier_timelines(tiers, source)[slo.selected_alerts.index(alert)]
     if plan is None:
         return []
     last = plan.samples - 1

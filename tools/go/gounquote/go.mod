@@ -1,0 +1,3 @@
+module github.com/obs-iac/tools/gounquote
+
+go 1.26.0
