@@ -1,8 +1,8 @@
 """promtool on everything generated: rules load, generated unit tests pass, the relabel
 fragment is a valid scrape config, and the generated tests can fail.
 
-The utf8-naming golden case is left out: promtool 2.42 rejects UTF-8 label names, and a
-Prometheus 3 promtool is not installed here. Its output is covered by test_golden.py only.
+The utf8-naming golden case is left out: promtool 2.42 rejects UTF-8 label names. It is
+checked and unit-tested with Prometheus 3's promtool in test_promtool_current.py.
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ class Unit:
     version_package: str | None
     modules: dict[str, str]
     tags: tuple[str, ...] = ()
+    ui_placeholder: tuple[str, ...] = ()
 
 
 def tools_dir() -> Path:
@@ -68,6 +69,8 @@ def load_units() -> list[Unit]:
     units: list[Unit] = []
     claimed: set[Path] = set()
     for name, table in pins.items():
+        if "dir" not in table:
+            continue  # [floor]: versions a program may require, not a module of ours
         unit_dir = (HERE / table["dir"]).resolve()
         claimed.add(unit_dir)
         units.append(
@@ -80,6 +83,7 @@ def load_units() -> list[Unit]:
                 version_package=table.get("version_package"),
                 modules=dict(table.get("modules", {})),
                 tags=tuple(table.get("tags", ())),
+                ui_placeholder=tuple(table.get("ui_placeholder", ())),
             )
         )
     # The generic rule: tools/go/<name>/ with go.mod + main.go is the program <name>.
@@ -89,9 +93,7 @@ def load_units() -> list[Unit]:
             if sub.resolve() in claimed:
                 continue
             if (sub / "go.mod").is_file() and (sub / "main.go").is_file():
-                units.append(
-                    Unit(sub.name, sub.resolve(), (sub.name,), (".",), None, None, {})
-                )
+                units.append(Unit(sub.name, sub.resolve(), (sub.name,), (".",), None, None, {}))
     return units
 
 
@@ -136,11 +138,18 @@ def requires(unit_dir: Path) -> dict[str, str]:
     }
 
 
+def floor_modules() -> dict[str, str]:
+    pins = tomllib.loads(PINS.read_text(encoding="utf-8"))
+    return dict(pins.get("floor", {}).get("modules", {}))
+
+
 def check_pins(units: list[Unit]) -> None:
-    """Every go.mod under tools/ must require each pinned module at its pinned version."""
+    """Every go.mod under tools/ must require each pinned module at its pinned version
+    (a program of tools/go/ may instead require the floor's version, from [floor])."""
     pinned: dict[str, str] = {}
     for unit in units:
         pinned.update(unit.modules)
+    floor = floor_modules()
     errors: list[str] = []
     for unit in units:
         have = requires(unit.dir)
@@ -151,10 +160,11 @@ def check_pins(units: list[Unit]) -> None:
                     f"{have.get(module, '(nothing)')}, versions.toml pins {version}"
                 )
         for module, version in have.items():
-            if module in pinned and pinned[module] != version:
+            if module in pinned and version not in (pinned[module], floor.get(module)):
+                allowed = pinned[module] + (f" (floor: {floor[module]})" if module in floor else "")
                 errors.append(
                     f"{unit.dir.relative_to(HERE.parent)}/go.mod requires {module} "
-                    f"{version}, versions.toml pins {pinned[module]}"
+                    f"{version}, versions.toml pins {allowed}"
                 )
     if errors:
         sys.exit(
@@ -177,6 +187,7 @@ def stamp_key(unit: Unit, go: str) -> str:
                 unit.version_package,
                 unit.modules,
                 unit.tags,
+                unit.ui_placeholder,
             ],
             sort_keys=True,
         ).encode()
@@ -206,22 +217,69 @@ def ldflags(unit: Unit) -> str:
     return " ".join(flags)
 
 
+PLACEHOLDER_PAGE = (
+    "<!doctype html><title>UI not built</title><p>This binary was built by obs-iac's "
+    "`make tools` without its web UI, which upstream builds with npm. The HTTP API is "
+    "complete.\n"
+)
+
+
+def placeholder_modfile(unit: Unit, staging: Path) -> Path:
+    """A go.mod that builds the pinned module from a copy holding placeholder pages.
+
+    Alertmanager's ui/web.go embeds ui/app/dist, which upstream builds with npm and which
+    its module zip lacks, so `go build` of the module fails ("pattern app/dist: no matching
+    files found"); `go build -overlay` may not add files under GOMODCACHE. The copy is made
+    from the module cache after `go mod download` has checked it against our go.sum.
+    """
+    module, version = next(iter(unit.modules.items()))
+    info = json.loads(
+        subprocess.run(
+            ["go", "mod", "download", "-json", f"{module}@{version}"],
+            cwd=unit.dir,
+            check=True,
+            capture_output=True,
+            text=True,
+            env=go_env(),
+        ).stdout
+    )
+    copy = staging / "src" / f"{module.rsplit('/', 1)[-1]}@{version}"
+    shutil.copytree(info["Dir"], copy)
+    for directory, _, files in os.walk(copy):
+        os.chmod(directory, 0o755)  # the module cache is read-only
+        for name in files:
+            os.chmod(os.path.join(directory, name), 0o644)
+    for relative in unit.ui_placeholder:
+        page = copy / relative
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(PLACEHOLDER_PAGE, encoding="utf-8")
+    modfile = staging / "go.mod"
+    text = (unit.dir / "go.mod").read_text(encoding="utf-8")
+    modfile.write_text(text + f"\nreplace {module} => {copy}\n", encoding="utf-8")
+    shutil.copyfile(unit.dir / "go.sum", staging / "go.sum")
+    return modfile
+
+
 def build(unit: Unit, bin_dir: Path) -> None:
     staging = bin_dir.parent / f"staging-{unit.name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    out = staging / "bin"
+    out.mkdir()
     try:
         cmd = ["go", "build", "-ldflags", ldflags(unit)]
+        if unit.ui_placeholder:
+            cmd.append(f"-modfile={placeholder_modfile(unit, staging)}")
         if unit.tags:
             cmd += ["-tags", ",".join(unit.tags)]
         if unit.packages == (".",):
-            cmd += ["-o", str(staging / unit.binaries[0]), "."]
+            cmd += ["-o", str(out / unit.binaries[0]), "."]
         else:
-            cmd += ["-o", str(staging) + "/", *unit.packages]
+            cmd += ["-o", str(out) + "/", *unit.packages]
         subprocess.run(cmd, cwd=unit.dir, check=True, env=go_env())
         for binary in unit.binaries:
             # Replace, never overwrite in place: a test running the old binary keeps it.
-            os.replace(staging / binary, bin_dir / binary)
+            os.replace(out / binary, bin_dir / binary)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -273,8 +331,9 @@ def update(units: list[Unit]) -> None:
     env["GOFLAGS"] = "-mod=mod"
     for unit in units:
         wanted = dict(unit.modules)
-        for module in requires(unit.dir):
-            if module in pinned:
+        floor = floor_modules()
+        for module, version in requires(unit.dir).items():
+            if module in pinned and version != floor.get(module):
                 wanted.setdefault(module, pinned[module])
         if wanted:
             args = [f"{m}@{v}" for m, v in sorted(wanted.items())]
@@ -308,12 +367,14 @@ def main() -> None:
             key = stamp_key(unit, go)
             stamp = stamps / f"{unit.name}.sha256"
             names = ", ".join(unit.binaries)
-            pins = " ".join(f"{m}@{v}" for m, v in unit.modules.items()) or "no pins"
+            pins = " ".join(f"{m}@{v}" for m, v in list(unit.modules.items())[:1])
+            if len(unit.modules) > 1:
+                pins += f" and {len(unit.modules) - 1} more modules of that release"
             have_all = all((bin_dir / b).is_file() for b in unit.binaries)
             if have_all and stamp.is_file() and stamp.read_text().strip() == key:
                 print(f"  {names}: up to date")
                 continue
-            print(f"  {names}: building ({pins}) ...", flush=True)
+            print(f"  {names}: building ({pins or 'no pins'}) ...", flush=True)
             started = time.monotonic()
             build(unit, bin_dir)
             stamp.write_text(key + "\n")
