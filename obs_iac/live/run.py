@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from obs_iac.live import framework
 from obs_iac.live.inventory import (
     AlertRule,
     InhibitRule,
@@ -131,7 +132,15 @@ def run_live(
                 ep.start()
             targets = [Target(job, ep.port, labels) for job, ep, labels in world.endpoints]
             live: list[tuple[StackConfig, Stack]] = []
+            training = None
             try:
+                # The Collectors and the ranks, once for both stacks: each stack scrapes
+                # the same Collector, as two Prometheus replicas would.
+                training, collectors = framework.start(
+                    world.framework, gen, workdir, time_scale, timeout, sup
+                )
+                targets += [Target(c.job, c.metrics_port, {}) for c in collectors]
+                honor.update({c.job: c.honor_labels for c in collectors})
                 for cfg in configs:
                     d = workdir / cfg.name
                     d.mkdir(exist_ok=True)
@@ -157,6 +166,8 @@ def run_live(
                         )
                     )
             finally:
+                if training is not None:
+                    training.stop()
                 for _, st in live:
                     st.stop()
                 for _job, ep, _labels in world.endpoints:
@@ -237,7 +248,12 @@ def _scenario_of(
     labels: Mapping[str, str], t: float, world: World, lengths: Mapping[str, float]
 ) -> str:
     host = labels.get("host_name", "")
+    group = labels.get("nccl_group_id", "")
+    if group in world.framework.healthy_groups:
+        return "healthy"
     for s in world.scenarios:
+        if group and s.name == group and s.service == labels.get("service"):
+            return s.name
         if host and host in s.hosts:
             return s.name
     if host in world.healthy_hosts:
@@ -270,7 +286,11 @@ def judge(
                 fired.setdefault(_fingerprint(labels), (p.t, labels))
     # The healthy run: nothing at all before the faults, nothing on a healthy node ever.
     for t, labels in fired.values():
-        if t < 0 or labels.get("host_name") in world.healthy_hosts:
+        if (
+            t < 0
+            or labels.get("host_name") in world.healthy_hosts
+            or labels.get("nccl_group_id") in world.framework.healthy_groups
+        ):
             res.failures.append(
                 f"{labels.get('alertname')} fired in the healthy run ({_short(labels)})"
             )

@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from obs_iac.live import framework
 from obs_iac.live.exporter import Endpoint, GpuNode, ServiceApp, SliSeries
 from obs_iac.live.inventory import AlertRule
 
@@ -80,6 +81,7 @@ class World:
     scenarios: list[Scenario]
     healthy_hosts: set[str]
     unproven: dict[tuple[str, str], str]  # (service, alert) -> why
+    framework: framework.FrameworkWorld = field(default_factory=framework.FrameworkWorld)
 
 
 def _stale(holder: list[ServiceApp], slo: str) -> None:
@@ -123,6 +125,7 @@ def build_world(
     scenarios: list[Scenario] = []
     healthy: set[str] = set()
     unproven: dict[tuple[str, str], str] = {}
+    fw_world = framework.FrameworkWorld()
 
     def later(minutes: float) -> float:
         return minutes * 60 / scale
@@ -251,6 +254,13 @@ def build_world(
                     ]
                     s.proves = {"GpuNodeDown": {"host_name": n.host}}
                 scenarios.append(s)
+            if (svc.get("sections") or {}).get("framework"):
+                fw_scen, fw_healthy, fw_unproven = framework.build(
+                    svc, alerts, generated, node, scale, fw_world
+                )
+                scenarios += fw_scen
+                healthy |= fw_healthy
+                unproven.update(fw_unproven)
 
         # SLOs: one application endpoint per service, every SLO healthy, then slow, then
         # fast burn (ticket alerts alone, then pages over them).
@@ -355,11 +365,11 @@ def build_world(
         for a in svc_alerts:
             if a.name in covered or (name, a.name) in unproven:
                 continue
-            if a.name in FRAMEWORK_SCENARIO:
+            if a.name in FRAMEWORK_SCENARIO and not gpu:
                 unproven[(name, a.name)] = (
-                    f"{FRAMEWORK_SCENARIO[a.name]} needs spans through the OpenTelemetry "
-                    "Collector, which this run does not start yet"
+                    f"{FRAMEWORK_SCENARIO[a.name]} joins spans with DCGM series, and this "
+                    "service has no gpu section"
                 )
             else:
                 unproven[(name, a.name)] = "obs-iac has no scenario for this alert"
-    return World(nodes, apps, endpoints, scenarios, healthy, unproven)
+    return World(nodes, apps, endpoints, scenarios, healthy, unproven, fw_world)
