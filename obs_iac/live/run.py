@@ -380,16 +380,25 @@ def judge(
                 res.failures.append(f"{bad.get('alertname')} {kind} ({_short(bad)})")
     for r in rules:
         status = "proven" if exercised[r.key] else "unproven"
-        res.edges.append(
-            {
-                "service": r.service,
-                "edge": r.name,
-                "status": status,
-                "detail": f"muted targets in {exercised[r.key]} polls"
-                if exercised[r.key]
-                else "no scenario made a target fire while its source fired",
-            }
-        )
+        detail = f"muted targets in {exercised[r.key]} polls"
+        if not exercised[r.key]:
+            detail = "no scenario made a target fire while its source fired"
+            targets = sorted(
+                a.name
+                for a in alerts
+                if a.service == r.service
+                # The series' labels are not known here: the rule's name and service.
+                and all(
+                    m.matches({**a.labels, "alertname": a.name})
+                    for m in r.target
+                    if m.name in ("alertname", "service")
+                )
+            )
+            if targets and all((r.service, n) in world.unproven for n in targets):
+                detail = f"its targets cannot fire in this run ({targets[0]}: " + (
+                    world.unproven[(r.service, targets[0])] + ")"
+                )
+        res.edges.append({"service": r.service, "edge": r.name, "status": status, "detail": detail})
     # 4. The webhook: what reached the receiver.
     notified: dict[str, tuple[float, dict[str, str]]] = {}
     for n in notifications:
