@@ -151,6 +151,12 @@ def run_live(
                     st.warm(timeout)
                 timings["start"] = round(time.monotonic() - started, 1)
                 polls = _play(world, [s for _, s in live], time_scale)
+                if training is not None and training.dead():
+                    # A rank that crashed sent no spans: its alerts would fail for a
+                    # reason that is ours, not the generated config's.
+                    raise StackError(
+                        f"training ranks exited with an error: {', '.join(training.dead())}"
+                    )
                 timings["scenarios"] = round(time.monotonic() - started - timings["start"], 1)
                 for (cfg, st), stack_polls in zip(live, polls, strict=True):
                     assert st.webhook is not None
