@@ -32,7 +32,7 @@ from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Any
 
-STEP_EVERY = 0.5  # real seconds between two steps of one rank
+STEP_EVERY = 1.0  # real seconds between two steps of one rank (a 5m window: 5 steps)
 STRAGGLER_RANK = 1
 KINDS = ("healthy", "data-loader-starvation", "straggler-rank", "nccl-errors")
 
@@ -105,7 +105,7 @@ def rank_main(
 ) -> None:
     os.environ.update(dict(spec.env))
     os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp_endpoint
-    os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "200"  # ms; the run's flush is 1 s
+    os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "500"  # ms; the run's flush is 1 s
 
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
