@@ -392,12 +392,17 @@ def _hostile_repo(root: Path, runbook: str, objective: str) -> Path:
         text = path.read_text(encoding="utf-8")
         text = re.sub(r'runbook_base_url="[^"]*"', f"runbook_base_url={runbook}", text)
         text = re.sub(r'(\n    )objective="[^"]*"', rf"\1objective={objective}", text, count=1)
+        edge = 'target_alerts=("GpuUtilizationLow",),'
         text = text.replace(
-            '"target_alerts": ["GpuUtilizationLow"],',
-            '"target_alerts": ["GpuUtilizationLow"],\n'
-            f'                "source_matchers": {HOSTILE_MATCHERS!r},',
+            edge, f"{edge}\n                source_matchers={tuple(HOSTILE_MATCHERS)!r},"
         )
         path.write_text(text, encoding="utf-8")
+    # The edge lives in one example; a blueprint change that moves it must fail here,
+    # not make the matcher test vacuous.
+    assert any(
+        "source_matchers=" in p.read_text(encoding="utf-8")
+        for p in (repo / "blueprints").glob("*.py")
+    )
     return repo
 
 

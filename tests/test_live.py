@@ -393,19 +393,43 @@ def test_ctrl_c_stops_every_program() -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
+    # Only this run's programs: other live runs (another test worker) may be up meanwhile.
     children: set[int] = set()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(children) < 2:
-        children = _children_running("obs-iac-live-")
+        children = _children_running("obs-iac-live-") & _descendants(proc.pid)
         time.sleep(0.2)
     assert len(children) >= 2, "Prometheus and Alertmanager never started"
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=30)
     assert proc.returncode != 0
     deadline = time.monotonic() + 5
-    while _children_running("obs-iac-live-") and time.monotonic() < deadline:
+    while children & _children_running("obs-iac-live-") and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _children_running("obs-iac-live-")
+    assert not children & _children_running("obs-iac-live-")
+
+
+def _descendants(root: int) -> set[int]:
+    """Every process whose parent chain reaches ``root`` (read from /proc)."""
+    parents: dict[int, int] = {}
+    for proc_dir in Path("/proc").iterdir():
+        if not proc_dir.name.isdigit():
+            continue
+        try:
+            stat = (proc_dir / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(proc_dir.name)] = int(stat[1])
+    out: set[int] = set()
+    for pid in parents:
+        seen, current = set(), pid
+        while current in parents and current not in seen:
+            seen.add(current)
+            current = parents[current]
+            if current == root:
+                out.add(pid)
+                break
+    return out
 
 
 def _children_running(marker: str) -> set[int]:
