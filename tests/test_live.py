@@ -151,6 +151,20 @@ def test_upgraded_exporter_keeps_host_name_and_edges_on_one_host(live: LiveResul
         assert any(a["alert"] == "GpuNodeDown" for a in upgraded), s.stack
 
 
+def test_upgrade_is_in_the_report_and_an_unknown_version_is_exit_2(live: LiveResult) -> None:
+    assert f"nodes serve dcgm-exporter {UPGRADE}" in to_markdown(live)
+    _stacks_or_skip("current")
+    done = subprocess.run(
+        [OBS_IAC, "test", "--live", "--stack", "current", "--upgraded-exporter", "0.0.1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "gpu/unknown-exporter-version" in done.stderr and "Traceback" not in done.stderr
+
+
 def _utf8_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "utf8"
     shutil.copytree(
