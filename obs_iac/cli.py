@@ -686,8 +686,22 @@ def score(fmt: str, output: Path | None) -> None:
     show_default=True,
     help="--live: seconds each program may take to come up.",
 )
+@click.option(
+    "--upgraded-exporter",
+    metavar="VERSION",
+    default=None,
+    help="--live: the over-temperature and node-down nodes serve this dcgm-exporter "
+    "release's shape (a rolling upgrade), the rest the blueprint's pin.",
+)
 @guarded
-def test_(live: bool, stack: str, time_scale: int, fmt: str, timeout: float) -> None:
+def test_(
+    live: bool,
+    stack: str,
+    time_scale: int,
+    fmt: str,
+    timeout: float,
+    upgraded_exporter: str | None,
+) -> None:
     """Prove the generated configuration: promtool tests, or (--live) every alert and
     inhibit edge on the real Prometheus and Alertmanager. Exits 1 on a failure, 2 when
     a tool is missing or of the wrong version (run `make tools`). See docs/testing.md."""
@@ -730,7 +744,13 @@ def test_(live: bool, stack: str, time_scale: int, fmt: str, timeout: float) -> 
     from obs_iac.live.timescale import ScaleError
 
     try:
-        result = run_live(ws.root, stacks, time_scale=time_scale, timeout=timeout)
+        result = run_live(
+            ws.root,
+            stacks,
+            time_scale=time_scale,
+            timeout=timeout,
+            upgraded_exporter=upgraded_exporter,
+        )
     except (StackError, ScaleError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_FINDINGS if isinstance(exc, StackError) else EXIT_BAD_INPUT)

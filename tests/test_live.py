@@ -7,6 +7,7 @@ comes up). Under CI=true a missing tool fails, never skips."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from obs_iac.catalog.exporter_shapes import known_versions, shape
 from obs_iac.live.procs import StackError, Supervisor, pick_port
 from obs_iac.live.report import storm_markdown, to_markdown
 from obs_iac.live.run import LiveResult, run_live
@@ -56,15 +58,20 @@ def _otelcol_or_skip() -> None:
         pytest.skip(f"{exc} (the framework scenarios need it)")
 
 
+# The newest catalogue entry (the provisional main-branch shape): lowercase `hostname`.
+UPGRADE = known_versions()[-1]
+
+
 @pytest.fixture(scope="session")
 def live(tmp_path_factory: pytest.TempPathFactory) -> LiveResult:
     stacks = _stacks_or_skip("floor", "current")
     _otelcol_or_skip()
 
     # A session fixture runs once per xdist worker: the run is made once per test run
-    # and every worker reads the same result.
+    # and every worker reads the same result. Two scenarios' nodes serve the upgraded
+    # exporter in the same run (no extra stack).
     def build(root: Path) -> None:
-        result = run_live(ROOT, stacks, time_scale=60)
+        result = run_live(ROOT, stacks, time_scale=60, upgraded_exporter=UPGRADE)
         (root / "live.pickle").write_bytes(pickle.dumps(result))
 
     root = once_per_run(tmp_path_factory, "live-run-" + "-".join(stacks), build)
@@ -154,6 +161,109 @@ def test_storm_table(live: LiveResult) -> None:
     # at the same time, mutes every idle GPU of the service).
     assert (row["fired"], row["muted"], row["notified"]) == (3, 2, 1)
     assert "time compressed 60x" in to_markdown(live)
+
+
+def test_storm_matches_the_committed_table(live: LiveResult) -> None:
+    table = json.loads((ROOT / "generated/alertmanager/alert-storm.json").read_text())
+    for s in live.stacks:
+        # run_live holds the record against the table; no storm failure means every GPU
+        # row fired exactly as predicted and the SLO phases together as their row.
+        assert not [f for f in s.failures if f.startswith("storm ")], (s.stack, s.failures)
+        fired = sum(r["fired"] for r in table["alert_storm"])
+        assert len(s.storm_alerts) == fired, s.stack
+
+
+def test_upgraded_exporter_keeps_host_name_and_edges_on_one_host(live: LiveResult) -> None:
+    # The nodes really serve the other spelling of the host label.
+    assert shape(UPGRADE).host_label == "hostname"
+    assert shape("4.5.3-4.8.2").host_label == "Hostname"
+    hosts = set(live.upgraded)
+    assert {h.rsplit("-", 2)[0] for h in hosts} == {"recomm-v2", "image-classify-v3"}
+    assert all(h.endswith(("-over-temperature", "-node-down")) for h in hosts)
+    for s in live.stacks:
+        upgraded = [a for a in s.storm_alerts if a["scenario"] in ("over-temperature", "node-down")]
+        # Every alert of those nodes carries host_name (attributed to its scenario by it).
+        assert upgraded and all(a["host_name"] in hosts for a in upgraded), s.stack
+        # GpuNodeDown of one upgraded node must not mute the other upgraded node's alerts:
+        # on the hot node only the idle alert of the hot GPU is muted (by the hot edge).
+        hot = [a for a in upgraded if a["scenario"] == "over-temperature"]
+        muted = sorted((a["service"], a["alert"], a["resource_gpu_id"]) for a in hot if a["muted"])
+        assert muted == [
+            ("image-classify-v3", "GpuUtilizationLow", "nvidia0"),
+            ("recomm-v2", "GpuUtilizationLow", "nvidia0"),
+        ], (s.stack, muted)
+        assert any(a["alert"] == "GpuNodeDown" for a in upgraded), s.stack
+
+
+def test_upgrade_is_in_the_report_and_an_unknown_version_is_exit_2(live: LiveResult) -> None:
+    assert f"nodes serve dcgm-exporter {UPGRADE}" in to_markdown(live)
+    _stacks_or_skip("current")
+    done = subprocess.run(
+        [OBS_IAC, "test", "--live", "--stack", "current", "--upgraded-exporter", "0.0.1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "gpu/unknown-exporter-version" in done.stderr and "Traceback" not in done.stderr
+
+
+def _utf8_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "utf8"
+    shutil.copytree(
+        ROOT / "tests/golden/utf8-naming", repo, ignore=shutil.ignore_patterns("expected")
+    )
+    shutil.copytree(ROOT / "tests/golden/utf8-naming/expected", repo / "generated")
+    return repo
+
+
+def test_utf8_naming_fires_on_prometheus_3(tmp_path: Path) -> None:
+    stacks = _stacks_or_skip("current")
+    # 120x: the GPU scenarios alone, one stack; about 30 s on this machine.
+    res = run_live(_utf8_repo(tmp_path), stacks, time_scale=120)
+    s = res.stacks[0]
+    assert s.versions["prometheus"].startswith("3."), s.versions
+    assert res.passed, s.failures
+    gpu = {a["alert"]: a["status"] for a in s.alerts if a["alert"].startswith("Gpu")}
+    assert len(gpu) == 7 and set(gpu.values()) == {"proven"}, gpu
+    assert {e["status"] for e in s.edges} == {"proven"}
+    # The dotted labels are there (the judge reads them as host_name, resource_gpu_id).
+    assert all(a["host_name"] for a in s.storm_alerts)
+
+
+def test_utf8_naming_on_the_floor_says_it_cannot(tmp_path: Path) -> None:
+    _stacks_or_skip("floor")
+    done = subprocess.run(
+        [OBS_IAC, "test", "--live", "--stack", "floor"],
+        cwd=_utf8_repo(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "floor stack runs prometheus 2.42" in done.stderr
+    assert "prometheus_min_version 3.0 (naming = 'utf8')" in done.stderr
+    assert "--stack current" in done.stderr and "Traceback" not in done.stderr
+    # The same repository with the floor's minimum is not refused by this check.
+    repo = tmp_path / "utf8"
+    cfg = repo / "pyproject.toml"
+    cfg.write_text(
+        cfg.read_text()
+        .replace('naming = "utf8"', 'naming = "classic"')
+        .replace('prometheus_min_version = "3.0"', 'prometheus_min_version = "2.42"')
+        .replace('alertmanager_min_version = "0.27"', 'alertmanager_min_version = "0.25"')
+    )
+    shutil.rmtree(repo / "generated")
+    again = subprocess.run(
+        [OBS_IAC, "test", "--live", "--stack", "floor"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 2 and "live/not-rendered" in again.stderr, again.stderr
+    assert "stack-below-minimum" not in again.stderr
 
 
 def test_broken_alert_copy_is_detected(tmp_path: Path) -> None:

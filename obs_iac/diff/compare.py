@@ -50,7 +50,11 @@ class Change:
             return f"{self.change}: {brief}" if brief else self.change
         major = [f.summary for f in self.fields if not f.minor]
         minor = sorted({f.path for f in self.fields if f.minor})
-        if minor and self.id.kind == "file":
+        if minor and self.id.kind == "storm":
+            # The counts lead; which alerts moved is in the details.
+            count = sum(1 for f in self.fields if f.minor)
+            major.append(f"{count} alert(s) of the scenario changed")
+        elif minor and self.id.kind == "file":
             major.append(f"{len(self.fields)} value(s) changed")
         elif minor:
             major.append(f"{', '.join(minor)} reworded")
@@ -85,6 +89,11 @@ def _brief(kind: str, fields: Mapping[str, Any]) -> str:
     if kind == "relabel":
         sources = ",".join(fields.get("source_labels") or ())
         return f"{fields.get('target_label', '')} from {sources or '-'}"
+    if kind == "storm":
+        return (
+            f"{fields.get('fired')} fired, up to {fields.get('mutable')} muted, "
+            f"at least {fields.get('notified_at_least')} notified"
+        )
     if kind == "inhibit-edge":
         return (
             f"{' & '.join(fields.get('source_matchers') or ())} mutes "
@@ -224,6 +233,7 @@ def field_changes(before: Entity, after: Entity) -> tuple[FieldChange, ...]:
                 summary = f"{path} {_short(old)} -> {_short(new)}"
             minor = (
                 before.id.kind == "file"
+                or (before.id.kind == "storm" and path.startswith("alerts"))
                 or path.startswith("annotations")
                 or path.split(".")[-1] in ("description", "help")
             )

@@ -358,6 +358,23 @@ def inhibit_file_entities(path: str, rules: Any, text: str = "") -> Iterator[Ent
         yield Entity(EntityId("inhibit-edge", service, key), path, fields)
 
 
+def storm_entities(path: str, rows: Iterable[Any]) -> Iterator[Entity]:
+    """One entity per scenario and service of the alert-storm table: its counts are what
+    a reviewer reads, so a changed count is the change's summary (storm ... fired 17 -> 9)."""
+    for row in rows:
+        if not isinstance(row, Mapping):
+            continue
+        name = str(row.get("scenario", ""))
+        fields = {k: plain(row.get(k)) for k in ("fired", "mutable", "notified_at_least")}
+        fields["alerts"] = [
+            f"{a.get('alert')} on {a.get('on')}"
+            + (f" muted by {','.join(a.get('muted_by') or [])}" if a.get("muted_by") else "")
+            for a in row.get("alerts") or []
+            if isinstance(a, Mapping)
+        ]
+        yield Entity(EntityId("storm", str(row.get("service", "")), name), path, fields)
+
+
 def _is_dashboard(data: Any) -> bool:
     return isinstance(data, Mapping) and "panels" in data and "uid" in data
 
@@ -451,6 +468,8 @@ def file_entities(
         rest = {k: plain(v) for k, v in parsed.items() if k != "inhibit_rules"}
         if rest:
             yield Entity(EntityId("file", service, path), path, {"data": rest})
+    elif isinstance(parsed, Mapping) and isinstance(parsed.get("alert_storm"), list):
+        yield from storm_entities(path, parsed["alert_storm"])
     elif _is_dashboard(parsed):
         yield from dashboard_entities(
             path, parsed, _dashboard_service(parsed, service, known_services)

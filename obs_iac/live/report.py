@@ -26,6 +26,7 @@ def to_json(result: LiveResult) -> dict[str, Any]:
         "time_scale": result.time_scale,
         "wall_seconds": result.wall_seconds,
         "timings": result.timings,
+        "upgraded_exporter": dict(sorted(result.upgraded.items())),
         "exporter_shapes": "provisional" if result.provisional_shapes else "catalogue",
         "stacks": [
             {
@@ -64,6 +65,12 @@ def _header(result: LiveResult) -> list[str]:
         if phases
         else f"wall time {result.wall_seconds:g} s",
     ]
+    if result.upgraded:
+        versions = ", ".join(sorted(set(result.upgraded.values())))
+        lines.append(
+            f"exporter upgrade: {len(result.upgraded)} nodes serve dcgm-exporter {versions} "
+            f"({', '.join(sorted(result.upgraded))})"
+        )
     if result.provisional_shapes:
         lines.append("exporter shapes: provisional stand-in (catalogue not on this branch)")
     return lines

@@ -25,6 +25,7 @@ from obs_iac.live.inventory import (
     load_alerts,
     load_inhibit_rules,
 )
+from obs_iac.live.minimum import check_minimums
 from obs_iac.live.procs import StackError, Supervisor
 from obs_iac.live.scenarios import Scenario, World, build_world
 from obs_iac.live.stack import Stack, StackConfig, Target
@@ -48,6 +49,8 @@ class StackResult:
     alerts: list[dict[str, Any]] = field(default_factory=list)
     edges: list[dict[str, Any]] = field(default_factory=list)
     storm: list[dict[str, Any]] = field(default_factory=list)
+    # One entry per fired alert instance: what storm.compare holds against the table.
+    storm_alerts: list[dict[str, Any]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     error: str = ""
 
@@ -59,6 +62,7 @@ class LiveResult:
     stacks: list[StackResult]
     provisional_shapes: bool
     timings: dict[str, float] = field(default_factory=dict)
+    upgraded: dict[str, str] = field(default_factory=dict)  # host -> exporter version
 
     @property
     def passed(self) -> bool:
@@ -77,8 +81,9 @@ def run_live(
     generated: Path | None = None,
     keep: Path | None = None,
     services: Sequence[str] | None = None,
+    upgraded_exporter: str | None = None,
 ) -> LiveResult:
-    from obs_iac.live import shapes
+    from obs_iac.live import shapes, storm
     from obs_iac.pipeline import build_plan, open_workspace
     from obs_iac.plugins import discover
 
@@ -88,6 +93,19 @@ def run_live(
     if services is not None:
         plan["services"] = [s for s in plan["services"] if s["name"] in services]
     gen = generated or ws.output
+    if not (gen / "alertmanager" / "inhibit_rules.yml").is_file():
+        from obs_iac.diagnostics import Diagnostic, InputError, Severity
+
+        raise InputError(
+            [
+                Diagnostic(
+                    "live/not-rendered",
+                    Severity.ERROR,
+                    f"{gen} holds no rendered configuration (alertmanager/inhibit_rules.yml)",
+                    hint="run `obs-iac render` first: the live run tests what is committed",
+                )
+            ]
+        )
     alerts = [
         a
         for a in load_alerts(gen / "prometheus" / "rules")
@@ -111,7 +129,17 @@ def run_live(
         )
         for name in stacks
     ]
-    world = build_world(plan, gen, alerts, time_scale)
+    for cfg in configs:
+        check_minimums(
+            cfg.name,
+            [cfg.prometheus, cfg.alertmanager],
+            {
+                "prometheus": ws.config.prometheus_min_version,
+                "alertmanager": ws.config.alertmanager_min_version,
+            },
+            str(ws.config.naming),
+        )
+    world = build_world(plan, gen, alerts, time_scale, upgraded_exporter)
     relabel = {
         p.name.split(".")[0]: (yaml.safe_load(p.read_text("utf-8")) or {})["metric_relabel_configs"]
         for p in sorted((gen / "prometheus" / "relabel").glob("*.metric_relabel_configs.yml"))
@@ -160,17 +188,18 @@ def run_live(
                 timings["scenarios"] = round(time.monotonic() - started - timings["start"], 1)
                 for (cfg, st), stack_polls in zip(live, polls, strict=True):
                     assert st.webhook is not None
-                    results.append(
-                        judge(
-                            cfg,
-                            alerts,
-                            rules,
-                            world,
-                            stack_polls,
-                            st.webhook.snapshot(),
-                            time_scale,
-                        )
+                    res = judge(
+                        cfg,
+                        alerts,
+                        rules,
+                        world,
+                        stack_polls,
+                        st.webhook.snapshot(),
+                        time_scale,
                     )
+                    # The committed storm table (a generated artifact) must be what fired.
+                    res.failures += storm.compare(storm.load_table(gen), res.storm_alerts, services)
+                    results.append(res)
             finally:
                 if training is not None:
                     training.stop()
@@ -187,6 +216,7 @@ def run_live(
         stacks=results,
         provisional_shapes=shapes.provisional(),
         timings=timings,
+        upgraded=dict(world.upgraded),
     )
 
 
@@ -349,6 +379,7 @@ def judge(
     wrong: dict[str, list[float]] = {}
     missed: dict[str, list[float]] = {}
     muted_ever: dict[str, dict[str, str]] = {}
+    mutable_ever: set[str] = set()
     first_seen: dict[str, float] = {}
     always_expected: dict[str, bool] = {}
     previous: list[dict[str, str]] = []
@@ -369,6 +400,8 @@ def judge(
             always_expected[fp] = always_expected[fp] and bool(keys)
             if suppressed:
                 muted_ever[fp] = alert_labels
+            if keys:
+                mutable_ever.add(fp)
             if suppressed and keys:
                 for k in keys:
                     exercised[k] += 1
@@ -429,6 +462,19 @@ def judge(
         row["fired"] += 1
         row["muted"] += fp in muted_ever
         row["notified"] += fp in notified
+        res.storm_alerts.append(
+            {
+                "service": fired_labels.get("service", ""),
+                "scenario": _scenario_of(fired_labels, t, world, lengths),
+                "alert": fired_labels.get("alertname", ""),
+                "host_name": fired_labels.get("host_name", ""),
+                "resource_gpu_id": fired_labels.get("resource_gpu_id", ""),
+                "slo": fired_labels.get("slo", ""),
+                "muted": fp in muted_ever,
+                "mutable": fp in mutable_ever,
+                "notified": fp in notified,
+            }
+        )
     res.storm = [
         {"service": svc, "scenario": scen, **counts} for (svc, scen), counts in sorted(rows.items())
     ]

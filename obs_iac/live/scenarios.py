@@ -42,6 +42,10 @@ GPU_SCENARIOS = (
     "nvlink-drop",
     "node-down",
 )
+# With an upgrade version, these scenarios' nodes serve its shape: a node-down source and
+# a target on another host, both with the new host label, show whether an edge whose
+# `equal` holds host_name still keeps to one host (issue 17).
+UPGRADED_SCENARIOS = ("over-temperature", "node-down")
 # Framework alerts need spans through the real OpenTelemetry Collector.
 FRAMEWORK_SCENARIO = {
     "TrainingDataLoaderStarvingGpu": "data-loader-starvation",
@@ -82,6 +86,8 @@ class World:
     healthy_hosts: set[str]
     unproven: dict[tuple[str, str], str]  # (service, alert) -> why
     framework: framework.FrameworkWorld = field(default_factory=framework.FrameworkWorld)
+    # host -> the exporter version it serves, for nodes not on the blueprint's pin
+    upgraded: dict[str, str] = field(default_factory=dict)
 
 
 def _stale(holder: list[ServiceApp], slo: str) -> None:
@@ -118,6 +124,7 @@ def build_world(
     generated: Path,
     alerts: Sequence[AlertRule],
     scale: int,
+    upgraded: str | None = None,
 ) -> World:
     nodes: list[GpuNode] = []
     apps: list[ServiceApp] = []
@@ -126,6 +133,7 @@ def build_world(
     healthy: set[str] = set()
     unproven: dict[tuple[str, str], str] = {}
     fw_world = framework.FrameworkWorld()
+    exporter_of: dict[str, str] = {}
 
     def later(minutes: float) -> float:
         return minutes * 60 / scale
@@ -138,12 +146,12 @@ def build_world(
             fields = read_collectors(generated / "dcgm-exporter" / name / "collectors.csv")
             limit = float(gpu.get("temperature_limit_celsius") or 85)
 
-            def node(host: str) -> GpuNode:
+            def node(host: str, version: str | None = None) -> GpuNode:
                 n = GpuNode(
                     host=host,
                     service=name,  # noqa: B023 (called in the same iteration)
                     sla_id=sla,  # noqa: B023 (called in the same iteration)
-                    exporter_version=gpu["dcgm_exporter_version"],  # noqa: B023 (called in the same iteration)
+                    exporter_version=version or gpu["dcgm_exporter_version"],  # noqa: B023 (called in the same iteration)
                     model=gpu["model"],  # noqa: B023 (called in the same iteration)
                     driver_version=gpu.get("driver_version") or "",  # noqa: B023 (called in the same iteration)
                     fields=fields,  # noqa: B023 (called in the same iteration)
@@ -182,7 +190,11 @@ def build_world(
                     n.set(i, "DCGM_FI_PROF_NVLINK_RX_BYTES", 0)
 
             for scen in GPU_SCENARIOS:
-                n = node(f"{name}-{scen}")
+                # A rolling upgrade: these nodes serve the newer exporter's shape (its
+                # host label spelt differently), the rest of the fleet the pinned one.
+                n = node(f"{name}-{scen}", upgraded if scen in UPGRADED_SCENARIOS else None)
+                if scen in UPGRADED_SCENARIOS and upgraded:
+                    exporter_of[n.host] = upgraded
                 s = Scenario(name=scen, service=name, hosts=(n.host,))
                 g0 = {"host_name": n.host, "resource_gpu_id": "nvidia0"}
                 if scen == "over-temperature":
@@ -372,4 +384,4 @@ def build_world(
                 )
             else:
                 unproven[(name, a.name)] = "obs-iac has no scenario for this alert"
-    return World(nodes, apps, endpoints, scenarios, healthy, unproven, fw_world)
+    return World(nodes, apps, endpoints, scenarios, healthy, unproven, fw_world, exporter_of)
