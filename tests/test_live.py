@@ -24,6 +24,7 @@ from obs_iac.catalog.exporter_shapes import known_versions, shape
 from obs_iac.live.procs import StackError, Supervisor, pick_port
 from obs_iac.live.report import storm_markdown, to_markdown
 from obs_iac.live.run import LiveResult, run_live
+from obs_iac.live.storm import SLO_PHASES
 from obs_iac.toolchain import ToolError, find_tool
 from tests.venvs import once_per_run
 
@@ -170,7 +171,10 @@ def test_storm_matches_the_committed_table(live: LiveResult) -> None:
         # row fired exactly as predicted and the SLO phases together as their row.
         assert not [f for f in s.failures if f.startswith("storm ")], (s.stack, s.failures)
         fired = sum(r["fired"] for r in table["alert_storm"])
-        assert len(s.storm_alerts) == fired, s.stack
+        modelled = {r["scenario"] for r in table["alert_storm"]} | set(SLO_PHASES)
+        # The framework scenarios are judged by the live run alone (not in the table).
+        in_table = [a for a in s.storm_alerts if a["scenario"] in modelled]
+        assert len(in_table) == fired, s.stack
 
 
 def test_upgraded_exporter_keeps_host_name_and_edges_on_one_host(live: LiveResult) -> None:
@@ -186,12 +190,18 @@ def test_upgraded_exporter_keeps_host_name_and_edges_on_one_host(live: LiveResul
         assert upgraded and all(a["host_name"] in hosts for a in upgraded), s.stack
         # GpuNodeDown of one upgraded node must not mute the other upgraded node's alerts:
         # on the hot node only the idle alert of the hot GPU is muted (by the hot edge).
+        # (The SLA-wide NCCL-errors edge of the concurrent framework scenario may mute other
+        # idle GPUs too; only GPU sources are judged here.)
         hot = [a for a in upgraded if a["scenario"] == "over-temperature"]
-        muted = sorted((a["service"], a["alert"], a["resource_gpu_id"]) for a in hot if a["muted"])
-        assert muted == [
-            ("image-classify-v3", "GpuUtilizationLow", "nvidia0"),
-            ("recomm-v2", "GpuUtilizationLow", "nvidia0"),
-        ], (s.stack, muted)
+        by_gpu = sorted(
+            (a["service"], a["alert"], a["resource_gpu_id"], tuple(a["muted_by"]))
+            for a in hot
+            if any(n.startswith("Gpu") for n in a["muted_by"])
+        )
+        assert by_gpu == [
+            ("image-classify-v3", "GpuUtilizationLow", "nvidia0", ("GpuTemperatureHigh",)),
+            ("recomm-v2", "GpuUtilizationLow", "nvidia0", ("GpuTemperatureHigh",)),
+        ], (s.stack, by_gpu)
         assert any(a["alert"] == "GpuNodeDown" for a in upgraded), s.stack
 
 

@@ -379,6 +379,8 @@ def judge(
     wrong: dict[str, list[float]] = {}
     missed: dict[str, list[float]] = {}
     muted_ever: dict[str, dict[str, str]] = {}
+    # fingerprint -> alertnames of the alerts Alertmanager says muted it (inhibitedBy)
+    muted_by: dict[str, set[str]] = {}
     mutable_ever: set[str] = set()
     first_seen: dict[str, float] = {}
     always_expected: dict[str, bool] = {}
@@ -386,6 +388,10 @@ def judge(
     for p in polls:
         am = [a for a in p.am if (a.get("status") or {}).get("state") in ("active", "suppressed")]
         label_sets = [labels_of(a) for a in am]
+        names_by_fp = {
+            str(a.get("fingerprint")): labels.get("alertname", "")
+            for a, labels in zip(am, label_sets, strict=True)
+        }
         expect = expected_muted(label_sets, rules)
         for a, alert_labels, keys in zip(am, label_sets, expect, strict=True):
             fp = _fingerprint(alert_labels)
@@ -400,6 +406,10 @@ def judge(
             always_expected[fp] = always_expected[fp] and bool(keys)
             if suppressed:
                 muted_ever[fp] = alert_labels
+                muted_by.setdefault(fp, set()).update(
+                    names_by_fp.get(str(f), "")
+                    for f in (a.get("status") or {}).get("inhibitedBy") or ()
+                )
             if keys:
                 mutable_ever.add(fp)
             if suppressed and keys:
@@ -471,6 +481,7 @@ def judge(
                 "resource_gpu_id": fired_labels.get("resource_gpu_id", ""),
                 "slo": fired_labels.get("slo", ""),
                 "muted": fp in muted_ever,
+                "muted_by": sorted(n for n in muted_by.get(fp, ()) if n),
                 "mutable": fp in mutable_ever,
                 "notified": fp in notified,
             }

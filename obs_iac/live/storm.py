@@ -60,13 +60,23 @@ def compare(
             )
         if extra:
             out.append(f"storm {svc}/{scen}: {_names(extra)} fired, the table does not predict it")
+        # Scenarios run at once: an alert muted by a source another scenario fired (an
+        # SLA-wide edge such as NCCL errors muting idle GPUs) is outside this row's table.
+        here = {str(a["alert"]) for a in got.values()}
         wrong = sorted(
-            k for k, a in got.items() if a["muted"] and not want.get(k, {}).get("muted_by")
+            k
+            for k, a in got.items()
+            if a["muted"]
+            and not want.get(k, {}).get("muted_by")
+            and (not a.get("muted_by") or here & set(a["muted_by"]))
         )
         if wrong:
             out.append(f"storm {svc}/{scen}: {_names(wrong)} muted, the table says no edge can")
+    # The table models the hardware and SLO faults; the framework scenarios (spans through
+    # the Collector) are judged by the live run alone (docs/testing.md).
+    modelled = {str(row["scenario"]) for row in table}
     for (svc, scen), got in sorted(seen.items()):
-        if services is None or svc in services:
+        if (services is None or svc in services) and scen in modelled:
             out.append(f"storm {svc}/{scen}: {_names(sorted(got))} fired, the table has no row")
     return out
 
